@@ -1,0 +1,525 @@
+//! bijou64: a bijective variable-length encoding of `u64`.
+//!
+//! Every `u64` has exactly one encoding and every accepted byte string
+//! decodes to exactly one value, so canonicality is a property of the
+//! format, not a runtime check. The first byte alone gives the total length.
+//!
+//! ```text
+//! tier 0 (1 byte, values 0..=247):
+//! +--------+
+//! | value  |   0x00..=0xF7
+//! +--------+
+//!
+//! tier t = 1..=8 (1 + t bytes, values OFFSETS[t] ..= OFFSETS[t] + 256^t - 1):
+//! +------------+----------------------------------+
+//! | 0xF7 + t   | value - OFFSETS[t], t bytes, BE   |
+//! +------------+----------------------------------+
+//!  tag 0xF8..=0xFF
+//! ```
+//!
+//! | tag          | length | first value             |
+//! |--------------|--------|-------------------------|
+//! | `0x00..0xF7` | 1      | 0                       |
+//! | `0xF8`       | 2      | 248                     |
+//! | `0xF9`       | 3      | 504                     |
+//! | `0xFA`       | 4      | 66 040                  |
+//! | `0xFB`       | 5      | 16 843 256              |
+//! | `0xFC`       | 6      | 4 311 810 552           |
+//! | `0xFD`       | 7      | 1 103 823 438 328       |
+//! | `0xFE`       | 8      | 282 578 800 148 984     |
+//! | `0xFF`       | 9      | 72 340 172 838 076 920  |
+//!
+//! Lexicographic byte order equals numeric order. A decoder has exactly two
+//! failure modes: [`DecodeError::Incomplete`] (with the exact number of
+//! missing bytes) and [`DecodeError::Overflow`] (a tier-8 payload that would
+//! exceed `u64::MAX`).
+//!
+//! # Example
+//!
+//! ```
+//! use bijou_codec::bijou64;
+//!
+//! let mut buf = Vec::new();
+//! bijou64::encode_to_vec(300, &mut buf);
+//! assert_eq!(buf, [0xF8, 0x34]);
+//! assert_eq!(bijou64::len_from_first_byte(buf[0]), 2);
+//! assert_eq!(bijou64::decode(&buf), Ok((300, 2)));
+//!
+//! // A prefix says exactly how much is missing.
+//! assert_eq!(
+//!     bijou64::decode(&[0xF9, 0x00]),
+//!     Err(bijou64::DecodeError::Incomplete { needed: 1 })
+//! );
+//! ```
+
+use crate::BufferTooSmall;
+
+/// The longest encoding, in bytes (tier 8: tag plus eight payload bytes).
+pub const MAX_LEN: usize = 9;
+
+/// The smallest value of each tier; `OFFSETS[t] + 256^t` is the next tier's.
+pub const OFFSETS: [u64; 9] = [
+    0,
+    248,
+    504,
+    66_040,
+    16_843_256,
+    4_311_810_552,
+    1_103_823_438_328,
+    282_578_800_148_984,
+    72_340_172_838_076_920,
+];
+
+/// [`OFFSETS`] padded to 16 entries so a masked tier indexes it without a
+/// bounds check on the decode hot path.
+const OFFSETS_BY_NIBBLE: [u64; 16] = {
+    let mut padded = [0u64; 16];
+    let mut tier = 0;
+    while tier < OFFSETS.len() {
+        padded[tier] = OFFSETS[tier];
+        tier += 1;
+    }
+    padded
+};
+
+/// The first tag byte that announces a multi-byte encoding (tier 1).
+const FIRST_MULTI_BYTE_TAG: u8 = 0xF8;
+
+/// Why a byte string is not a bijou64 value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The input ends before the encoding does; `needed` more bytes are
+    /// required (exact, since the first byte fixes the length).
+    #[error("bijou64 value incomplete: {needed} more byte(s) needed")]
+    Incomplete {
+        /// How many more bytes the encoding needs.
+        needed: usize,
+    },
+    /// A tier-8 payload whose value would exceed `u64::MAX`.
+    #[error("bijou64 value overflows u64")]
+    Overflow,
+}
+
+/// Tier (0..=8) of the smallest value with each count of leading zeros,
+/// and the largest value of that tier inside the same bit width (or
+/// `u64::MAX` when the tier does not end within that bit width).
+///
+/// Every bit width contains at most one tier boundary, so
+/// `tier(v) = TIER_FLOOR[lz] + (v > TIER_FLOOR_LAST[lz])`: one table load
+/// and one compare, no branches.
+const TIER_FLOOR: [u8; 65] = tier_tables().0;
+const TIER_FLOOR_LAST: [u64; 65] = tier_tables().1;
+
+const fn naive_tier(value: u64) -> usize {
+    let mut tier = 0;
+    while tier < 8 && value >= OFFSETS[tier + 1] {
+        tier += 1;
+    }
+    tier
+}
+
+const fn tier_tables() -> ([u8; 65], [u64; 65]) {
+    let mut floor = [0u8; 65];
+    let mut last = [u64::MAX; 65];
+    let mut lz = 0;
+    while lz <= 64 {
+        let bits = 64 - lz;
+        let (lowest, highest) = if bits == 0 {
+            (0, 0)
+        } else {
+            (1u64 << (bits - 1), u64::MAX >> lz)
+        };
+        let tier = naive_tier(lowest);
+        floor[lz] = tier as u8;
+        if tier < 8 && OFFSETS[tier + 1] <= highest {
+            last[lz] = OFFSETS[tier + 1] - 1;
+            // At most one boundary per bit width, or the table is wrong.
+            assert!(tier + 2 > 8 || OFFSETS[tier + 2] > highest);
+        }
+        lz += 1;
+    }
+    (floor, last)
+}
+
+#[inline(always)]
+const fn tier(value: u64) -> usize {
+    let lz = value.leading_zeros() as usize;
+    TIER_FLOOR[lz] as usize + (value > TIER_FLOOR_LAST[lz]) as usize
+}
+
+/// Length in bytes (1..=9) of the encoding of `value`.
+///
+/// ```
+/// use bijou_codec::bijou64::encoded_len;
+/// assert_eq!(encoded_len(247), 1);
+/// assert_eq!(encoded_len(248), 2);
+/// assert_eq!(encoded_len(u64::MAX), 9);
+/// ```
+#[inline]
+#[must_use]
+pub const fn encoded_len(value: u64) -> usize {
+    tier(value) + 1
+}
+
+/// Total encoded length (1..=9) announced by a first byte. O(1), no
+/// branches: this is what a streaming decoder needs to know how long to wait.
+///
+/// ```
+/// use bijou_codec::bijou64::len_from_first_byte;
+/// assert_eq!(len_from_first_byte(0x2A), 1);
+/// assert_eq!(len_from_first_byte(0xF8), 2);
+/// assert_eq!(len_from_first_byte(0xFF), 9);
+/// ```
+#[inline]
+#[must_use]
+pub const fn len_from_first_byte(first: u8) -> usize {
+    first.saturating_sub(FIRST_MULTI_BYTE_TAG - 1) as usize + 1
+}
+
+/// Encodes `value` into a 9-byte scratch array; the encoding is the first
+/// `len` bytes, where `len` is the second element. Bytes past `len` are
+/// unspecified. This is the building block of every other encoder here.
+///
+/// ```
+/// let (bytes, len) = bijou_codec::bijou64::encode_array(1000);
+/// assert_eq!(&bytes[..len], &[0xF9, 0x01, 0xF0]);
+/// ```
+#[inline]
+#[must_use]
+pub const fn encode_array(value: u64) -> ([u8; MAX_LEN], usize) {
+    let tier = tier(value);
+    let tag = if tier == 0 {
+        value as u8
+    } else {
+        FIRST_MULTI_BYTE_TAG - 1 + tier as u8
+    };
+    // Left-align the payload so its big-endian bytes start right after the
+    // tag; tier 0 carries no payload (the shift amount is then irrelevant).
+    let payload = value.wrapping_sub(OFFSETS[tier]);
+    let p = payload.wrapping_shl(8 * (8 - tier as u32)).to_be_bytes();
+    (
+        [tag, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]],
+        tier + 1,
+    )
+}
+
+/// Writes the encoding of `value` to the front of `out` and returns its
+/// length. Exactly that many bytes are written; the rest of `out` is
+/// untouched.
+///
+/// # Errors
+///
+/// [`BufferTooSmall`] if `out` is shorter than [`encoded_len`]`(value)`;
+/// nothing is written then.
+///
+/// ```
+/// let mut out = [0u8; 4];
+/// assert_eq!(bijou_codec::bijou64::encode_to_slice(300, &mut out), Ok(2));
+/// assert_eq!(out, [0xF8, 0x34, 0, 0]);
+/// assert!(bijou_codec::bijou64::encode_to_slice(u64::MAX, &mut out).is_err());
+/// ```
+#[inline]
+pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
+    let (bytes, len) = encode_array(value);
+    match (out.get_mut(..len), bytes.get(..len)) {
+        (Some(dst), Some(src)) => {
+            dst.copy_from_slice(src);
+            Ok(len)
+        }
+        _ => Err(BufferTooSmall {
+            needed: len,
+            have: out.len(),
+        }),
+    }
+}
+
+/// Appends the encoding of `value` to `out`.
+///
+/// ```
+/// let mut out = vec![0xAA];
+/// bijou_codec::bijou64::encode_to_vec(504, &mut out);
+/// assert_eq!(out, [0xAA, 0xF9, 0x00, 0x00]);
+/// ```
+#[inline]
+pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
+    let (bytes, len) = encode_array(value);
+    // One fixed-size copy and a truncate beat a variable-length copy.
+    let start = out.len();
+    out.extend_from_slice(&bytes);
+    out.truncate(start + len);
+}
+
+/// Appends the encoding of `value` to any [`bytes::BufMut`].
+///
+/// # Panics
+///
+/// Like every `BufMut::put_*` method, panics if `buf` has less than
+/// [`encoded_len`]`(value)` bytes of remaining capacity and cannot grow
+/// (`Vec<u8>` and `BytesMut` always grow).
+///
+/// ```
+/// let mut out = bytes::BytesMut::new();
+/// bijou_codec::bijou64::encode(67_000, &mut out);
+/// assert_eq!(&out[..], &[0xFA, 0x00, 0x03, 0xC0]);
+/// ```
+#[cfg(feature = "bytes")]
+#[inline]
+pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
+    let (bytes, len) = encode_array(value);
+    let (head, _) = bytes.split_at(len);
+    buf.put_slice(head);
+}
+
+/// Encodes every value of `values` back to back into `out`, returning the
+/// number of bytes written. Meant for pre-sized buffers (size them with
+/// `values.len() * MAX_LEN`, or exactly with [`encoded_len`]); while at least
+/// [`MAX_LEN`] bytes remain it writes whole 9-byte windows that the next
+/// value overwrites, which avoids a variable-length copy per value.
+///
+/// On success, bytes of `out` past the returned length are unspecified.
+///
+/// # Errors
+///
+/// [`BufferTooSmall`] with the total length needed; `out` may then hold a
+/// partial encoding.
+///
+/// ```
+/// let mut out = [0u8; 32];
+/// let n = bijou_codec::bijou64::encode_slice(&[1, 300, 1000], &mut out).unwrap();
+/// assert_eq!(&out[..n], &[0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0]);
+/// ```
+pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {
+    let mut pos = 0usize;
+    for (i, &value) in values.iter().enumerate() {
+        let (bytes, len) = encode_array(value);
+        if let Some(window) = out.get_mut(pos..pos + MAX_LEN) {
+            window.copy_from_slice(&bytes);
+        } else {
+            let rest = out.get_mut(pos..).unwrap_or_default();
+            if encode_to_slice(value, rest).is_err() {
+                let tail: usize = values.iter().skip(i).map(|&v| encoded_len(v)).sum();
+                return Err(BufferTooSmall {
+                    needed: pos + tail,
+                    have: out.len(),
+                });
+            }
+        }
+        pos += len;
+    }
+    Ok(pos)
+}
+
+/// Completes a decode once the tag and the (up to) eight bytes after it are
+/// known. `window` holds those bytes left-aligned, big-endian; bytes past the
+/// encoding are ignored. Straight-line code: the tier is a saturating
+/// subtraction, the value a select, and the only branch is the overflow
+/// check that honest input never takes.
+#[inline(always)]
+fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
+    let tier = tag.saturating_sub(FIRST_MULTI_BYTE_TAG - 1) as usize; // 0..=8
+    let payload = window
+        .checked_shr(8 * (8 - tier as u32))
+        .unwrap_or_default();
+    let (sum, overflow) = OFFSETS_BY_NIBBLE[tier & 15].overflowing_add(payload);
+    if overflow {
+        return Err(DecodeError::Overflow);
+    }
+    let value = if tier == 0 { u64::from(tag) } else { sum };
+    Ok((value, tier + 1))
+}
+
+/// Decodes one value from the front of `buf`, returning it and the number of
+/// bytes it used. Trailing bytes are left alone (use [`crate::Reader`] or
+/// [`decode_exact`] to reject them).
+///
+/// # Errors
+///
+/// [`DecodeError::Incomplete`] with the exact number of missing bytes, or
+/// [`DecodeError::Overflow`] for a tier-8 payload past `u64::MAX`.
+///
+/// ```
+/// use bijou_codec::bijou64::{decode, DecodeError};
+/// assert_eq!(decode(&[0xF8, 0x34, 0xEE]), Ok((300, 2)));
+/// assert_eq!(decode(&[]), Err(DecodeError::Incomplete { needed: 1 }));
+/// assert_eq!(decode(&[0xFF; 9]), Err(DecodeError::Overflow));
+/// ```
+#[inline]
+pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
+    match *buf {
+        [tag, a, b, c, d, e, f, g, h, ..] => {
+            finish_decode(tag, u64::from_be_bytes([a, b, c, d, e, f, g, h]))
+        }
+        [] => Err(DecodeError::Incomplete { needed: 1 }),
+        [tag, ref rest @ ..] => decode_short(tag, rest),
+    }
+}
+
+/// The slow path for inputs shorter than [`MAX_LEN`].
+#[cold]
+fn decode_short(tag: u8, rest: &[u8]) -> Result<(u64, usize), DecodeError> {
+    let payload_len = len_from_first_byte(tag) - 1;
+    if rest.len() < payload_len {
+        return Err(DecodeError::Incomplete {
+            needed: payload_len - rest.len(),
+        });
+    }
+    let mut window = [0u8; 8];
+    for (dst, src) in window.iter_mut().zip(rest.iter().take(payload_len)) {
+        *dst = *src;
+    }
+    finish_decode(tag, u64::from_be_bytes(window))
+}
+
+/// Decodes a buffer that must hold exactly one encoding.
+///
+/// # Errors
+///
+/// As [`decode`], plus [`ExactError::Trailing`] if bytes are left over.
+///
+/// ```
+/// use bijou_codec::bijou64::{decode_exact, ExactError};
+/// assert_eq!(decode_exact(&[0x2A]), Ok(42));
+/// assert_eq!(decode_exact(&[0x2A, 0x00]), Err(ExactError::Trailing { used: 1, len: 2 }));
+/// ```
+pub fn decode_exact(buf: &[u8]) -> Result<u64, ExactError> {
+    let (value, used) = decode(buf)?;
+    if used == buf.len() {
+        Ok(value)
+    } else {
+        Err(ExactError::Trailing {
+            used,
+            len: buf.len(),
+        })
+    }
+}
+
+/// Why [`decode_exact`] refused its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExactError {
+    /// The value itself did not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The value used `used` of the `len` input bytes.
+    #[error("bijou64 value used {used} of {len} bytes; trailing bytes rejected")]
+    Trailing {
+        /// Bytes the value occupied.
+        used: usize,
+        /// Bytes supplied.
+        len: usize,
+    },
+}
+
+/// Decodes concatenated values from `buf`, front to back.
+///
+/// ```
+/// let bytes = [0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0];
+/// let values: Result<Vec<u64>, _> = bijou_codec::bijou64::decode_iter(&bytes).collect();
+/// assert_eq!(values, Ok(vec![1, 300, 1000]));
+/// ```
+pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
+    DecodeIter { rest: buf }
+}
+
+/// Streaming iterator over concatenated bijou64 values; see [`decode_iter`].
+///
+/// Yields `Ok(value)` per value; on the first error yields `Err` once and
+/// then ends (it is fused). [`DecodeIter::remainder`] gives the bytes not
+/// yet consumed.
+#[derive(Debug, Clone)]
+#[must_use = "iterators are lazy"]
+pub struct DecodeIter<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> DecodeIter<'a> {
+    /// The bytes not yet decoded (empty after an error).
+    #[must_use]
+    pub fn remainder(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
+impl Iterator for DecodeIter<'_> {
+    type Item = Result<u64, DecodeError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        match decode(self.rest) {
+            Ok((value, used)) => {
+                self.rest = self.rest.get(used..).unwrap_or_default();
+                Some(Ok(value))
+            }
+            Err(err) => {
+                self.rest = &[];
+                Some(Err(err))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (usize::from(!self.rest.is_empty()), Some(self.rest.len()))
+    }
+}
+
+impl core::iter::FusedIterator for DecodeIter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tier_tables_agree_with_naive_tier_at_every_boundary() {
+        for &offset in &OFFSETS {
+            for value in [offset.saturating_sub(1), offset, offset.saturating_add(1)] {
+                assert_eq!(tier(value), naive_tier(value), "value {value}");
+            }
+        }
+        for shift in 0..64 {
+            for value in [1u64 << shift, (1u64 << shift) - 1, (1u64 << shift) + 1] {
+                assert_eq!(tier(value), naive_tier(value), "value {value}");
+            }
+        }
+        assert_eq!(tier(u64::MAX), 8);
+    }
+
+    #[test]
+    fn len_from_first_byte_matches_every_tag() {
+        for byte in 0..=u8::MAX {
+            let expected = if byte < 0xF8 {
+                1
+            } else {
+                usize::from(byte - 0xF7) + 1
+            };
+            assert_eq!(len_from_first_byte(byte), expected);
+        }
+    }
+
+    #[test]
+    fn short_and_fast_paths_agree() {
+        for &offset in &OFFSETS {
+            let value = offset + 7;
+            let (bytes, len) = encode_array(value);
+            let mut padded = bytes[..len].to_vec();
+            padded.extend_from_slice(&[0xEE; 9]);
+            assert_eq!(decode(&bytes[..len]), Ok((value, len)));
+            assert_eq!(decode(&padded), Ok((value, len)));
+        }
+    }
+
+    #[test]
+    fn encode_slice_reports_total_need() {
+        let mut out = [0u8; 3];
+        assert_eq!(
+            encode_slice(&[1, 300, 1000], &mut out),
+            Err(BufferTooSmall { needed: 6, have: 3 })
+        );
+        let mut exact = [0u8; 6];
+        assert_eq!(encode_slice(&[1, 300, 1000], &mut exact), Ok(6));
+        assert_eq!(exact, [0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0]);
+    }
+}

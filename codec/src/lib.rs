@@ -1,0 +1,59 @@
+//! # bijou-codec
+//!
+//! The byte-level layer of bijou-frame: canonical integers and a
+//! zero-copy field cursor. `no_std` with `alloc`.
+//!
+//! - [`bijou64`]: the bijective varint (one encoding per value, length
+//!   known from the first byte). The default everywhere.
+//! - [`leb128`]: canonical unsigned LEB128, the comparison variant.
+//! - [`Reader`] / [`Writer`]: field-by-field decoding and encoding of
+//!   fixed layouts, with errors that carry field, offset and need/have.
+//! - [`Codec`]: one type, one wire form; `from_bytes` rejects trailing
+//!   bytes.
+//! - [`BufExt`] / [`BufMutExt`] (feature `bytes`, on by default): bijou64 on
+//!   `bytes::Buf` / `BufMut`.
+//!
+//! ```
+//! use bijou_codec::{bijou64, Reader};
+//!
+//! let mut wire = Vec::new();
+//! bijou64::encode_to_vec(66_040, &mut wire);
+//! assert_eq!(wire, [0xFA, 0x00, 0x00, 0x00]);
+//!
+//! let mut r = Reader::new(&wire);
+//! assert_eq!(r.bijou64("len"), Ok(66_040));
+//! assert_eq!(r.finish(), Ok(()));
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+extern crate alloc;
+
+pub mod bijou64;
+#[cfg(feature = "bytes")]
+mod buf_ext;
+mod codec;
+pub mod leb128;
+mod reader;
+mod writer;
+
+#[cfg(feature = "bytes")]
+pub use buf_ext::{BufExt, BufMutExt};
+pub use codec::Codec;
+pub use reader::{ReadError, Reader};
+pub use writer::{WriteError, Writer};
+
+/// An output slice too short for what had to be written into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("output buffer too small: need {needed} bytes, have {have}")]
+pub struct BufferTooSmall {
+    /// Bytes the encoding needs.
+    pub needed: usize,
+    /// Bytes the buffer has.
+    pub have: usize,
+}

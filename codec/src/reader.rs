@@ -1,0 +1,447 @@
+//! A zero-copy cursor for decoding fixed-layout messages field by field.
+//!
+//! ```text
+//!   buf: | already read | remaining ........................ |
+//!        0              ^ offset()                           len
+//!                       |-- u16 --|-- bijou64 --|-- [u8;32] --| ...
+//! ```
+//!
+//! Every read names the field it is reading, so an error says *what* failed
+//! and *where*: `truncated reading blob_size (bijou64) at offset 97: need 3
+//! bytes, have 1`. Offsets are absolute in the outermost buffer, also for
+//! sub-readers made with [`Reader::sub`]. [`Reader::finish`] rejects
+//! trailing bytes; call it whenever a message must use its input exactly.
+//!
+//! Fixed-width integers are big-endian, as in every Subduction layout.
+//!
+//! ```
+//! use bijou_codec::{Reader, ReadError};
+//!
+//! let bytes = [0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB];
+//! let mut r = Reader::new(&bytes);
+//! assert_eq!(r.u16("count")?, 2);
+//! assert_eq!(r.bijou64("size")?, 300);
+//! assert_eq!(r.bytes("blob", 2)?, &[0xAA, 0xBB]);
+//! r.finish()?;
+//!
+//! let mut r = Reader::new(&bytes[..3]);
+//! r.u16("count")?;
+//! assert_eq!(
+//!     r.bijou64("size"),
+//!     Err(ReadError::Truncated { field: "size", offset: 2, need: 2, have: 1 })
+//! );
+//! # Ok::<(), ReadError>(())
+//! ```
+
+use crate::bijou64;
+
+/// Why a field could not be read. Every variant carries the field name and
+/// the absolute byte offset at which the field starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Fewer bytes remain than the field needs.
+    #[error("truncated reading {field} at offset {offset}: need {need} bytes, have {have}")]
+    Truncated {
+        /// The field being read.
+        field: &'static str,
+        /// Where the field starts.
+        offset: usize,
+        /// Bytes the field needs (saturating at `usize::MAX`).
+        need: usize,
+        /// Bytes that remain.
+        have: usize,
+    },
+    /// A bijou64 field whose tier-8 payload exceeds `u64::MAX`.
+    #[error("bijou64 overflow reading {field} at offset {offset}")]
+    Bijou64Overflow {
+        /// The field being read.
+        field: &'static str,
+        /// Where the field starts.
+        offset: usize,
+    },
+    /// Bytes are left after the last field.
+    #[error("{count} trailing byte(s) at offset {offset}")]
+    TrailingBytes {
+        /// Where the unread bytes start.
+        offset: usize,
+        /// How many there are.
+        count: usize,
+    },
+    /// An array that must be strictly ascending (sorted, no duplicates) is
+    /// not; `index` is the first element that is not above its predecessor.
+    #[error("{field} at offset {offset} is not strictly ascending at element {index}")]
+    NotAscending {
+        /// The array field.
+        field: &'static str,
+        /// Where the offending element starts.
+        offset: usize,
+        /// Its index in the array.
+        index: usize,
+    },
+    /// A tag, flag or enum byte with no defined meaning.
+    #[error("unknown value {value:#x} for {field} at offset {offset}")]
+    UnknownValue {
+        /// The field being read.
+        field: &'static str,
+        /// Where the field starts.
+        offset: usize,
+        /// The value found.
+        value: u64,
+    },
+    /// A declared size that disagrees with the bytes actually present.
+    #[error("{field} at offset {offset} declares {declared} bytes but {actual} are present")]
+    SizeMismatch {
+        /// The size field.
+        field: &'static str,
+        /// Where the size field starts.
+        offset: usize,
+        /// The size it declares.
+        declared: u64,
+        /// The size found.
+        actual: u64,
+    },
+}
+
+/// A zero-copy cursor over a byte slice; see the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Absolute offset of `buf[0]` in the outermost buffer.
+    base: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over all of `buf`, at offset 0.
+    #[must_use]
+    pub fn new(buf: &'a [u8]) -> Self {
+        Self::with_base(buf, 0)
+    }
+
+    /// A reader over `buf` that reports offsets as if `buf` started at
+    /// `base` in a larger buffer.
+    #[must_use]
+    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
+        Self { buf, pos: 0, base }
+    }
+
+    /// Absolute offset of the next unread byte.
+    #[must_use]
+    pub fn offset(&self) -> usize {
+        self.base.saturating_add(self.pos)
+    }
+
+    /// Bytes not yet read.
+    #[must_use]
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Whether every byte has been read.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// The unread bytes, without consuming them.
+    #[must_use]
+    pub fn rest(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
+    }
+
+    /// Consumes the reader; fails if any byte is left unread.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::TrailingBytes`] with where they start and how many.
+    pub fn finish(self) -> Result<(), ReadError> {
+        match self.remaining() {
+            0 => Ok(()),
+            count => Err(ReadError::TrailingBytes {
+                offset: self.offset(),
+                count,
+            }),
+        }
+    }
+
+    fn truncated(&self, field: &'static str, need: usize) -> ReadError {
+        ReadError::Truncated {
+            field,
+            offset: self.offset(),
+            need,
+            have: self.remaining(),
+        }
+    }
+
+    /// The next `len` bytes, borrowed from the input.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `len` bytes remain; the reader
+    /// does not advance then.
+    #[inline]
+    pub fn bytes(&mut self, field: &'static str, len: usize) -> Result<&'a [u8], ReadError> {
+        let end = self
+            .pos
+            .checked_add(len)
+            .ok_or_else(|| self.truncated(field, len))?;
+        let out = self
+            .buf
+            .get(self.pos..end)
+            .ok_or_else(|| self.truncated(field, len))?;
+        self.pos = end;
+        Ok(out)
+    }
+
+    /// Like [`Reader::bytes`] with a length read off the wire as `u64`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `len` bytes remain (a `len`
+    /// beyond `usize` reports `need: usize::MAX`).
+    #[inline]
+    pub fn bytes_u64(&mut self, field: &'static str, len: u64) -> Result<&'a [u8], ReadError> {
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        self.bytes(field, len)
+    }
+
+    /// A reader over the next `len` bytes, consumed from this one. Offsets
+    /// in its errors stay absolute. Use it for a size-delimited region whose
+    /// contents must be used exactly (call `finish` on it).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `len` bytes remain.
+    pub fn sub(&mut self, field: &'static str, len: usize) -> Result<Reader<'a>, ReadError> {
+        let base = self.offset();
+        let buf = self.bytes(field, len)?;
+        Ok(Reader::with_base(buf, base))
+    }
+
+    /// The next `N` bytes as a borrowed array.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `N` bytes remain.
+    #[inline]
+    pub fn array_ref<const N: usize>(
+        &mut self,
+        field: &'static str,
+    ) -> Result<&'a [u8; N], ReadError> {
+        let start = self.offset();
+        let have = self.remaining();
+        let bytes = self.bytes(field, N)?;
+        <&[u8; N]>::try_from(bytes).map_err(|_| ReadError::Truncated {
+            field,
+            offset: start,
+            need: N,
+            have,
+        })
+    }
+
+    /// The next `N` bytes, copied into an array.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `N` bytes remain.
+    #[inline]
+    pub fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], ReadError> {
+        self.array_ref::<N>(field).copied()
+    }
+
+    /// One byte.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] at end of input.
+    #[inline]
+    pub fn u8(&mut self, field: &'static str) -> Result<u8, ReadError> {
+        self.array::<1>(field).map(|[b]| b)
+    }
+
+    /// A big-endian `u16`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than 2 bytes remain.
+    #[inline]
+    pub fn u16(&mut self, field: &'static str) -> Result<u16, ReadError> {
+        self.array(field).map(u16::from_be_bytes)
+    }
+
+    /// A big-endian `u32`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than 4 bytes remain.
+    #[inline]
+    pub fn u32(&mut self, field: &'static str) -> Result<u32, ReadError> {
+        self.array(field).map(u32::from_be_bytes)
+    }
+
+    /// A big-endian `u64`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than 8 bytes remain.
+    #[inline]
+    pub fn u64(&mut self, field: &'static str) -> Result<u64, ReadError> {
+        self.array(field).map(u64::from_be_bytes)
+    }
+
+    /// A bijou64 value (canonical by construction).
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] with the exact bytes the encoding needs, or
+    /// [`ReadError::Bijou64Overflow`].
+    #[inline]
+    pub fn bijou64(&mut self, field: &'static str) -> Result<u64, ReadError> {
+        match bijou64::decode(self.rest()) {
+            Ok((value, used)) => {
+                self.pos += used;
+                Ok(value)
+            }
+            Err(bijou64::DecodeError::Incomplete { needed }) => {
+                Err(self.truncated(field, self.remaining() + needed))
+            }
+            Err(_) => Err(ReadError::Bijou64Overflow {
+                field,
+                offset: self.offset(),
+            }),
+        }
+    }
+
+    /// Checks that `count` elements of `elem_size` bytes each can still be
+    /// present, *before* anything is allocated for them, and returns
+    /// `count` as a safe `Vec` capacity. This is how decoders keep
+    /// allocation bounded by the input: a count claiming more than the
+    /// remaining bytes is refused outright.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] with `need = count * elem_size` (saturating).
+    ///
+    /// ```
+    /// let mut r = bijou_codec::Reader::new(&[0u8; 64]);
+    /// assert_eq!(r.capacity_for("parents", 2, 32), Ok(2));
+    /// assert!(r.capacity_for("parents", 3, 32).is_err());
+    /// ```
+    pub fn capacity_for(
+        &self,
+        field: &'static str,
+        count: u64,
+        elem_size: usize,
+    ) -> Result<usize, ReadError> {
+        let count_usize = usize::try_from(count).unwrap_or(usize::MAX);
+        match count_usize.checked_mul(elem_size) {
+            Some(need) if need <= self.remaining() => Ok(count_usize),
+            need => Err(self.truncated(field, need.unwrap_or(usize::MAX))),
+        }
+    }
+
+    /// Reads `count` fixed-size elements that must be strictly ascending
+    /// (byte-wise: sorted, no duplicates), such as sorted id lists.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] before allocating if the input cannot hold
+    /// them, or [`ReadError::NotAscending`] at the first offender.
+    pub fn ascending_arrays<const N: usize>(
+        &mut self,
+        field: &'static str,
+        count: u64,
+    ) -> Result<alloc::vec::Vec<[u8; N]>, ReadError> {
+        let capacity = self.capacity_for(field, count, N)?;
+        let mut out: alloc::vec::Vec<[u8; N]> = alloc::vec::Vec::with_capacity(capacity);
+        for index in 0..capacity {
+            let offset = self.offset();
+            let item = self.array::<N>(field)?;
+            if out.last().is_some_and(|prev| *prev >= item) {
+                return Err(ReadError::NotAscending {
+                    field,
+                    offset,
+                    index,
+                });
+            }
+            out.push(item);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_reader_reports_absolute_offsets() {
+        let bytes = [1, 2, 3, 4, 5];
+        let mut r = Reader::new(&bytes);
+        r.u8("a").unwrap();
+        let mut inner = r.sub("inner", 3).unwrap();
+        inner.u16("b").unwrap();
+        assert_eq!(
+            inner.u16("c"),
+            Err(ReadError::Truncated {
+                field: "c",
+                offset: 3,
+                need: 2,
+                have: 1
+            })
+        );
+        assert_eq!(
+            inner.finish(),
+            Err(ReadError::TrailingBytes {
+                offset: 3,
+                count: 1
+            })
+        );
+        assert_eq!(r.remaining(), 1);
+    }
+
+    #[test]
+    fn failed_reads_do_not_advance() {
+        let mut r = Reader::new(&[0xF9, 0x00]);
+        assert!(r.bijou64("v").is_err());
+        assert!(r.u32("v").is_err());
+        assert_eq!(r.offset(), 0);
+        assert_eq!(r.u16("v"), Ok(0xF900));
+    }
+
+    #[test]
+    fn huge_counts_are_refused_before_allocation() {
+        let mut r = Reader::new(&[0u8; 10]);
+        assert_eq!(
+            r.ascending_arrays::<32>("parents", u64::MAX),
+            Err(ReadError::Truncated {
+                field: "parents",
+                offset: 0,
+                need: usize::MAX,
+                have: 10
+            })
+        );
+        assert!(r.bytes_u64("blob", u64::MAX).is_err());
+    }
+
+    #[test]
+    fn ascending_arrays_reject_duplicates_and_disorder() {
+        let mut r = Reader::new(&[1, 2, 2]);
+        assert_eq!(
+            r.ascending_arrays::<1>("ids", 3),
+            Err(ReadError::NotAscending {
+                field: "ids",
+                offset: 2,
+                index: 2
+            })
+        );
+        let mut r = Reader::new(&[1, 3, 2]);
+        assert!(r.ascending_arrays::<1>("ids", 3).is_err());
+        let mut r = Reader::new(&[1, 2, 3]);
+        assert_eq!(
+            r.ascending_arrays::<1>("ids", 3),
+            Ok(alloc::vec![[1], [2], [3]])
+        );
+    }
+}

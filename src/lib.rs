@@ -1,0 +1,19 @@
+//! # bijou-frame
+//!
+//! Canonical framing for Subduction-style signed CRDT sync messages.
+//! This facade re-exports the workspace crates:
+//!
+//! - [`codec`]: bijou64 and canonical LEB128 varints, zero-copy `Reader`/`Writer`;
+//! - [`signing`]: signed, content-addressed payloads;
+//! - [`framing`]: tokio-util length-prefixed framing and Subduction messages.
+//!
+//! ```
+//! use bijou_frame::codec::bijou64;
+//! assert_eq!(bijou64::decode(&[0xF8, 0x34]), Ok((300, 2)));
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub use bijou_codec as codec;
+pub use bijou_framing as framing;
+pub use bijou_signing as signing;
