@@ -1,5 +1,60 @@
 //! # bijou-framing
 //!
-//! Placeholder: this crate is filled in by its own issue.
+//! Length-prefixed framing for Subduction-style sync messages over any
+//! `AsyncRead`/`AsyncWrite`, built on tokio-util's `Decoder`/`Encoder`.
+//!
+//! ## Transport
+//!
+//! - [`prefix`]: the [`LengthPrefix`](prefix::LengthPrefix) encodings:
+//!   [`Bijou64`](prefix::Bijou64) (the default; length known from the first
+//!   byte, one encoding per length), canonical [`Leb128`](prefix::Leb128)
+//!   (the comparison variant) and [`U32Be`](prefix::U32Be) (Subduction's
+//!   QUIC framing).
+//! - [`FrameCodec`]: the tokio-util codec, generic over the prefix, with
+//!   zero-copy decoding, a maximum frame length checked both ways (50 MiB by
+//!   default) and memory that grows with the bytes received, not with the
+//!   lengths a peer announces. Its [module docs](frame_codec) draw the wire
+//!   format and state the memory bound.
+//! - [`Builder`]: configuration, and `Framed`/`FramedRead`/`FramedWrite`
+//!   constructors.
+//! - [`FrameError`]: what can go wrong. Framing errors are terminal: drop the
+//!   connection.
+//!
+//! ```text
+//! +---------------+-----------+---------------+-----------+---- ...
+//! | prefix (len0) | payload 0 | prefix (len1) | payload 1 |
+//! +---------------+-----------+---------------+-----------+---- ...
+//! ```
+//!
+//! ```
+//! use bijou_framing::FrameCodec;
+//! use futures::{SinkExt, StreamExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), bijou_framing::FrameError> {
+//! let (client, server) = tokio::io::duplex(4096);
+//! let mut client = FrameCodec::builder().new_framed(client);
+//! let mut server = FrameCodec::builder().new_framed(server);
+//!
+//! client.send(bytes::Bytes::from_static(b"sync please")).await?;
+//! let request = server.next().await.transpose()?;
+//! assert_eq!(request.as_deref(), Some(&b"sync please"[..]));
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+// Transport: length prefixes and the tokio-util codec.
+mod builder;
+mod error;
+pub mod frame_codec;
+pub mod prefix;
+
+pub use builder::Builder;
+pub use error::FrameError;
+pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};

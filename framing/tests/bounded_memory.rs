@@ -1,0 +1,145 @@
+//! Bounded memory, measured with a counting global allocator.
+//!
+//! This lives in the framing crate (not the workspace's `tests/`) because the
+//! counting allocator (`cap`) is a dev-dependency of this crate: every target
+//! in the workspace forbids `unsafe_code`, so the test cannot implement
+//! `GlobalAlloc` itself.
+//!
+//! The allocator is process-wide, so the tests here take a lock and measure
+//! only their own thread's work; what the test harness allocates on other
+//! threads meanwhile is noise of a few kilobytes.
+
+use std::alloc::System;
+use std::sync::{Mutex, MutexGuard};
+
+use bijou_framing::frame_codec::{RELEASE_COPY_LIMIT, RESERVE_STEP};
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
+use bytes::BytesMut;
+use cap::Cap;
+use tokio_util::codec::Decoder;
+
+#[global_allocator]
+static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Decoders standing for this many connections.
+const CONNECTIONS: usize = 2_000;
+
+/// Slack per connection over one reserve step: the prefix bytes kept in
+/// front of the buffer and allocator rounding.
+const SLACK: usize = 64;
+
+/// Allowance for what other threads (the test harness collecting output)
+/// allocate while a measurement runs; seen up to about 9 KiB.
+const NOISE: usize = 64 * 1024;
+
+fn max_length_prefix<P: LengthPrefix>() -> Vec<u8> {
+    let (bytes, n) = P::encode(DEFAULT_MAX_FRAME_LENGTH as u64).unwrap();
+    bytes[..n].to_vec()
+}
+
+/// Feeds `CONNECTIONS` default decoders one max-length prefix each and
+/// returns the bytes they made the process allocate, per connection.
+fn bytes_per_idle_connection<P: LengthPrefix>() -> usize {
+    let prefix = max_length_prefix::<P>();
+    let mut conns: Vec<(FrameCodec<P>, BytesMut)> = (0..CONNECTIONS)
+        .map(|_| (FrameCodec::default(), BytesMut::from(&prefix[..])))
+        .collect();
+    let bound = CONNECTIONS * (RESERVE_STEP + SLACK) + NOISE;
+    let before = ALLOCATOR.allocated();
+    for (i, (codec, buf)) in conns.iter_mut().enumerate() {
+        assert_eq!(codec.decode(buf).unwrap(), None, "only a prefix was sent");
+        assert!(buf.is_empty(), "prefix consumed");
+        // Fail fast (and free everything) if a decoder reserves the
+        // announced 50 MiB instead of one step.
+        let grown = ALLOCATOR.allocated().saturating_sub(before);
+        assert!(
+            grown <= (i + 1) * (RESERVE_STEP + SLACK) + NOISE,
+            "{}: {grown} bytes after {} connections",
+            P::NAME,
+            i + 1
+        );
+    }
+    let grown = ALLOCATOR.allocated().saturating_sub(before);
+    assert!(grown <= bound, "{}: {grown} > {bound}", P::NAME);
+    // Each connection did get its step: the bound is not vacuous.
+    assert!(grown >= CONNECTIONS * RESERVE_STEP, "{}: {grown}", P::NAME);
+    drop(conns);
+    grown / CONNECTIONS
+}
+
+#[test]
+fn idle_connections_announcing_max_frames_cost_one_reserve_step_each() {
+    let _guard = serial();
+    let bijou = bytes_per_idle_connection::<Bijou64>();
+    let leb = bytes_per_idle_connection::<Leb128>();
+    let u32be = bytes_per_idle_connection::<U32Be>();
+    println!(
+        "{CONNECTIONS} connections each announcing {DEFAULT_MAX_FRAME_LENGTH} bytes: \
+         bijou64 {bijou} B, leb128 {leb} B, u32-be {u32be} B per connection \
+         (documented bound {RESERVE_STEP} B + prefix)"
+    );
+}
+
+#[test]
+fn trickled_payload_grows_with_the_bytes_received() {
+    let _guard = serial();
+    let mut codec = FrameCodec::new();
+    let mut buf = BytesMut::from(&max_length_prefix::<Bijou64>()[..]);
+    let before = ALLOCATOR.allocated();
+    let chunk = [0x5A; 4096];
+    let mut received = 0usize;
+    for _ in 0..256 {
+        // What `FramedRead` does: make room, read, decode.
+        buf.reserve(1);
+        buf.extend_from_slice(&chunk);
+        received += chunk.len();
+        assert_eq!(codec.decode(&mut buf).unwrap(), None);
+        let held = ALLOCATOR.allocated().saturating_sub(before);
+        assert!(
+            held <= 2 * (received + RESERVE_STEP) + NOISE,
+            "{held} bytes held after receiving {received}"
+        );
+    }
+    assert_eq!(buf.len(), received);
+}
+
+/// Decodes one `len`-byte frame followed by `tail` (unread) bytes, drops the
+/// frame, and returns how much the decoder's buffer still holds.
+fn retained_after_large_frame(len: usize, tail: &[u8]) -> usize {
+    let mut codec = FrameCodec::new();
+    let before = ALLOCATOR.allocated();
+    let mut wire = BytesMut::with_capacity(len + 16);
+    bijou_codec::bijou64::encode(len as u64, &mut wire);
+    wire.resize(wire.len() + len, 0xC3);
+    wire.extend_from_slice(tail);
+    let frame = codec.decode(&mut wire).unwrap().unwrap();
+    assert_eq!(frame.len(), len);
+    assert_eq!(&wire[..], tail);
+    drop(frame);
+    let held = ALLOCATOR.allocated().saturating_sub(before);
+    drop(wire);
+    held
+}
+
+#[test]
+fn large_frame_allocation_is_released_once_the_frame_is_dropped() {
+    let _guard = serial();
+    let len = 4 * 1024 * 1024;
+    for tail in [&[][..], &[0xF9, 0x01][..], &[0x07; 100][..]] {
+        let held = retained_after_large_frame(len, tail);
+        assert!(
+            held <= RELEASE_COPY_LIMIT + NOISE,
+            "{held} bytes still held after a {len}-byte frame with {} unread",
+            tail.len()
+        );
+    }
+}
