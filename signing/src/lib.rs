@@ -1,5 +1,111 @@
 //! # bijou-signing
 //!
-//! Placeholder: this crate is filled in by its own issue.
+//! Signed, content-addressed payloads in Subduction's wire format:
+//! Ed25519 signatures with `verify_strict` semantics (also in batches) and
+//! BLAKE3 digests. `no_std` with `alloc`.
+//!
+//! ```text
+//!   Signed<T> wire form (byte-compatible with subduction_crypto's Signed<T>):
+//!
+//!   +------------+-----------+--------------+--------------------+---------------+
+//!   | Schema (4) | Disc (0|1)| IssuerVK (32)| fields (variable)  | Signature (64)|
+//!   +------------+-----------+--------------+--------------------+---------------+
+//!   \____________________ covered by the signature _____________/
+//!   \__ hashed __/                          \______ hashed ______/   -> Digest<T>
+//!
+//!   Blob id: Digest<Blob> = BLAKE3(blob bytes)
+//! ```
+//!
+//! The type flow:
+//!
+//! ```text
+//!   local:   T ──Signed::seal(&signer, &t)──► Signed<T> ──as_bytes──► wire
+//!   remote:  wire ──Signed::decode──► Signed<T> ──verify_strict──► Verified<T> ──payload──► &T
+//!                                        many ──verify_batch──► Vec<Result<Verified<T>, _>>
+//!   blobs:   Verified<T: HasBlobMeta> ──verify_blob(blob)──► VerifiedBlob
+//! ```
+//!
+//! - [`Digest<T>`]: typed BLAKE3 digest; [`Blob`], [`BlobMeta`],
+//!   [`VerifiedBlob`]: content-addressed bytes and the check against
+//!   announced metadata.
+//! - [`Payload`]: what a signable type provides (schema, discriminant,
+//!   strict field codec on [`bijou_codec::Reader`]/[`bijou_codec::Writer`]).
+//! - [`Signed<T>`]: the wire form, keeping the received bytes (zero-copy);
+//!   no access to the payload.
+//! - [`Verified<T>`]: obtainable only by verification.
+//! - [`verify_batch`]: many at once, with the strict accept set.
+//! - [`Signer`], [`PeerId`]: who signs, and how peers are named.
+//! - [`strict`]: the verification rules on raw triples.
+//!
+//! ```
+//! use bijou_codec::{Reader, ReadError, Writer, WriteError};
+//! use bijou_signing::{Payload, Signed, VerifyError};
+//! use ed25519_dalek::SigningKey;
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Counter(u64);
+//!
+//! impl Payload for Counter {
+//!     const SCHEMA: [u8; 4] = *b"CT\x00\x01";
+//!     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+//!         w.bijou64(self.0);
+//!         Ok(())
+//!     }
+//!     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+//!         r.bijou64("value").map(Counter)
+//!     }
+//! }
+//!
+//! let key = SigningKey::from_bytes(&[42; 32]);
+//! let wire = Signed::seal(&key, &Counter(300))?.into_bytes();
+//! assert_eq!(&wire[..4], b"CT\x00\x01");
+//! assert_eq!(&wire[36..38], [0xF8, 0x34]); // bijou64(300)
+//!
+//! let verified = Signed::<Counter>::decode(wire.clone())?.verify_strict()?;
+//! assert_eq!(verified.payload(), &Counter(300));
+//! assert_eq!(verified.as_bytes(), &wire[..]);
+//!
+//! // Change one signed byte: decoding still works, verification does not.
+//! let mut tampered = wire.to_vec();
+//! tampered[37] ^= 1;
+//! let tampered = Signed::<Counter>::decode(tampered.into())?;
+//! assert!(matches!(tampered.verify_strict(), Err(VerifyError::BadSignature { .. })));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+extern crate alloc;
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+pub mod batch;
+mod blob;
+mod digest;
+mod error;
+mod hex;
+mod payload;
+mod peer_id;
+mod signed;
+mod signer;
+pub mod strict;
+mod verified;
+
+pub use batch::verify_batch;
+pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};
+pub use digest::{Digest, DIGEST_LEN};
+pub use error::{BlobMismatch, DecodeError, SealError, VerifyError};
+pub use payload::{Payload, ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
+pub use peer_id::PeerId;
+pub use signed::Signed;
+pub use signer::Signer;
+pub use verified::Verified;
+
+/// Re-exported so users name the same `ed25519-dalek` types this crate
+/// uses.
+pub use ed25519_dalek;

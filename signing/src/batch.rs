@@ -1,0 +1,180 @@
+//! Batch verification with the strict accept set.
+//!
+//! ```text
+//!   items ──► precheck each (strict checks 1-4, bytes only) ──► rejected: typed error
+//!                 │ passed
+//!                 ▼
+//!   ed25519_dalek::verify_batch(passed) ──ok──► all accepted
+//!                 │ failed
+//!                 ▼
+//!   split in halves, batch each half again ... down to single items,
+//!   which get the full strict check (and its precise error)
+//! ```
+//!
+//! Plain batch verification (one random linear combination of the
+//! verification equations) accepts signatures that
+//! [`verify_strict`](crate::Signed::verify_strict) rejects: small-order
+//! keys, small-order or non-canonically encoded `R`. Those are exactly the
+//! [`strict`](crate::strict) prechecks, so they run first; what remains
+//! for the batch is the equation itself.
+//!
+//! A failed batch says only that *some* item is bad. The halves are
+//! batched again until every bad item is isolated, so one forged item
+//! costs about `2·log2(n)` smaller batches and never makes a good item
+//! fail.
+//!
+//! # The one difference left: points with a small-order component
+//!
+//! A key or `R` can be a prime-order point *plus* a small-order point (a
+//! "mixed-order" point; not small-order itself, so no blocklist or cheap
+//! test catches it). For those, the cofactorless single equation and a
+//! random linear combination of equations can disagree: the torsion parts
+//! cancel or not depending on the random weights, modulo 8. Such inputs
+//! cannot come from an honest Ed25519 signer (its key and every `R` are
+//! multiples of the base point); only the holder of a deliberately
+//! malformed key, signing its own messages, can produce them. Then:
+//!
+//! - an item that `verify_strict` accepts but the batch equation rejects is
+//!   isolated by the halving and accepted by the final single check, so
+//!   the batch never loses a strictly valid item;
+//! - an item that `verify_strict` rejects can pass a batch with
+//!   probability up to 1/2 (the weights come from a transcript of the
+//!   batch; ed25519-dalek's choice).
+//!
+//! Closing the second case needs a subgroup check (`[L]P == O`) per key
+//! and per `R`, which costs about as much as a verification and would undo
+//! the batch's speed-up. A batch of one item is always verified singly.
+
+use alloc::vec::Vec;
+
+use ed25519_dalek::{Signature, VerifyingKey};
+
+use crate::{strict, Payload, Signed, Verified, VerifyError};
+
+/// One raw `(key, message, signature)` triple for [`verify_items`].
+#[derive(Debug, Clone, Copy)]
+pub struct Item<'a> {
+    /// The verifying key.
+    pub key: &'a VerifyingKey,
+    /// The signed message.
+    pub message: &'a [u8],
+    /// The signature.
+    pub signature: &'a Signature,
+}
+
+/// Verifies many `Signed<T>` at once. Returns one result per input, in
+/// order, each exactly what [`Signed::verify_strict`] returns for that
+/// item (including the error), except for the mixed-order case described
+/// in the [module docs](self).
+///
+/// ```
+/// # use bijou_codec::{Reader, ReadError, Writer, WriteError};
+/// # use bijou_signing::{verify_batch, Payload, Signed, VerifyError};
+/// # use ed25519_dalek::SigningKey;
+/// # #[derive(Debug, PartialEq)]
+/// # struct Byte(u8);
+/// # impl Payload for Byte {
+/// #     const SCHEMA: [u8; 4] = *b"BY\x00\x00";
+/// #     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
+/// #     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
+/// # }
+/// let key = SigningKey::from_bytes(&[5; 32]);
+/// let mut items: Vec<Signed<Byte>> =
+///     (0..8).map(|i| Signed::seal(&key, &Byte(i))).collect::<Result<_, _>>()?;
+///
+/// // Forge item 3: sign byte 3, then change it to 99.
+/// let mut forged = items[3].as_bytes().to_vec();
+/// forged[36] = 99;
+/// items[3] = Signed::decode(forged.into())?;
+///
+/// let results = verify_batch(&items);
+/// assert!(matches!(results[3], Err(VerifyError::BadSignature { .. })));
+/// for (i, result) in results.iter().enumerate().filter(|(i, _)| *i != 3) {
+///     assert_eq!(result.as_ref().map(|v| v.payload()), Ok(&Byte(i as u8)));
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, VerifyError>> {
+    let raw: Vec<Item<'_>> = items
+        .iter()
+        .map(|signed| Item {
+            key: signed.issuer_ref(),
+            message: signed.message(),
+            signature: signed.signature(),
+        })
+        .collect();
+    verify_items(&raw)
+        .into_iter()
+        .zip(items)
+        .map(|(result, signed)| result.and_then(|()| signed.to_verified()))
+        .collect()
+}
+
+/// [`verify_batch`] on raw triples: one result per item, in order, equal to
+/// [`strict::verify`] on that item (up to the mixed-order case in the
+/// [module docs](self)).
+///
+/// # Example
+///
+/// ```
+/// use bijou_signing::batch::{verify_items, Item};
+/// use ed25519_dalek::{Signer, SigningKey};
+///
+/// let key = SigningKey::from_bytes(&[1; 32]);
+/// let vk = key.verifying_key();
+/// let messages: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i]).collect();
+/// let signatures: Vec<_> = messages.iter().map(|m| key.sign(m)).collect();
+/// let items: Vec<Item<'_>> = messages
+///     .iter()
+///     .zip(&signatures)
+///     .map(|(message, signature)| Item { key: &vk, message, signature })
+///     .collect();
+/// assert!(verify_items(&items).iter().all(Result::is_ok));
+/// ```
+#[must_use]
+pub fn verify_items(items: &[Item<'_>]) -> Vec<Result<(), VerifyError>> {
+    let mut results: Vec<Result<(), VerifyError>> = items
+        .iter()
+        .map(|item| strict::precheck(item.key, item.signature))
+        .collect();
+    let passed: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(index, result)| result.is_ok().then_some(index))
+        .collect();
+    settle(items, &passed, &mut results);
+    results
+}
+
+/// Decides the prechecked items `indices`, writing into `results` (which
+/// holds `Ok` for them on entry).
+fn settle(items: &[Item<'_>], indices: &[usize], results: &mut [Result<(), VerifyError>]) {
+    if let [index] = indices {
+        if let (Some(item), Some(slot)) = (items.get(*index), results.get_mut(*index)) {
+            *slot = strict::verify_prechecked(item.key, item.message, item.signature);
+        }
+        return;
+    }
+    if indices.is_empty() || batch_holds(items, indices) {
+        return;
+    }
+    let (left, right) = indices.split_at(indices.len() / 2);
+    settle(items, left, results);
+    settle(items, right, results);
+}
+
+/// One ed25519-dalek batch over `indices`.
+fn batch_holds(items: &[Item<'_>], indices: &[usize]) -> bool {
+    let picked = indices.iter().filter_map(|&index| items.get(index));
+    let mut messages = Vec::with_capacity(indices.len());
+    let mut signatures = Vec::with_capacity(indices.len());
+    let mut keys = Vec::with_capacity(indices.len());
+    for item in picked {
+        messages.push(item.message);
+        signatures.push(*item.signature);
+        keys.push(*item.key);
+    }
+    messages.len() == indices.len()
+        && ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok()
+}

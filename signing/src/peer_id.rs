@@ -1,0 +1,132 @@
+//! [`PeerId`]: a peer is named by its 32-byte Ed25519 verifying key.
+//!
+//! ```text
+//!   +---------------------------- 32 bytes ----------------------------+
+//!   | compressed Edwards-y point of the verifying key, as sent         |
+//!   +------------------------------------------------------------------+
+//! ```
+//!
+//! A `PeerId` is just the bytes; it is not checked to be a curve point until
+//! [`PeerId::verifying_key`] is called. Ids read from signed payloads are
+//! checked at decode time (see [`Signed::decode`](crate::Signed::decode)).
+
+use core::fmt;
+
+use bijou_codec::{Codec, ReadError, Reader, WriteError, Writer};
+use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
+
+/// A peer's identity: its 32-byte Ed25519 verifying key.
+///
+/// ```
+/// use bijou_signing::{PeerId, Signer};
+/// use ed25519_dalek::SigningKey;
+///
+/// let key = SigningKey::from_bytes(&[7; 32]);
+/// let id = key.peer_id();
+/// assert_eq!(id, PeerId::from(key.verifying_key()));
+/// assert_eq!(id.verifying_key()?, key.verifying_key());
+/// # Ok::<(), ed25519_dalek::SignatureError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PeerId([u8; PUBLIC_KEY_LENGTH]);
+
+impl PeerId {
+    /// An id from raw bytes (not checked to be a curve point).
+    #[must_use]
+    pub const fn from_bytes(bytes: [u8; PUBLIC_KEY_LENGTH]) -> Self {
+        Self(bytes)
+    }
+
+    /// The raw bytes.
+    #[must_use]
+    pub const fn as_bytes(&self) -> &[u8; PUBLIC_KEY_LENGTH] {
+        &self.0
+    }
+
+    /// The raw bytes, by value.
+    #[must_use]
+    pub const fn to_bytes(self) -> [u8; PUBLIC_KEY_LENGTH] {
+        self.0
+    }
+
+    /// Decompresses the id into a verifying key.
+    ///
+    /// # Errors
+    ///
+    /// [`SignatureError`] if the bytes are not a curve point.
+    pub fn verifying_key(&self) -> Result<VerifyingKey, SignatureError> {
+        VerifyingKey::from_bytes(&self.0)
+    }
+}
+
+impl From<VerifyingKey> for PeerId {
+    fn from(key: VerifyingKey) -> Self {
+        Self(key.to_bytes())
+    }
+}
+
+impl From<&VerifyingKey> for PeerId {
+    fn from(key: &VerifyingKey) -> Self {
+        Self(key.to_bytes())
+    }
+}
+
+impl From<PeerId> for [u8; PUBLIC_KEY_LENGTH] {
+    fn from(id: PeerId) -> Self {
+        id.0
+    }
+}
+
+impl AsRef<[u8]> for PeerId {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PeerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PeerId(")?;
+        crate::hex::write(f, &self.0)?;
+        f.write_str(")")
+    }
+}
+
+/// Lower-case hex.
+impl fmt::Display for PeerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::hex::write(f, &self.0)
+    }
+}
+
+/// 32 raw bytes on the wire.
+impl<'a> Codec<'a> for PeerId {
+    fn write_to(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+        w.bytes(&self.0);
+        Ok(())
+    }
+
+    fn read_from(r: &mut Reader<'a>) -> Result<Self, ReadError> {
+        r.array("peer_id").map(Self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::format;
+
+    #[test]
+    fn invalid_point_is_an_error_not_a_panic() {
+        // y = 2 is not the y-coordinate of any edwards25519 point.
+        let mut bytes = [0u8; 32];
+        bytes[0] = 2;
+        assert!(PeerId::from_bytes(bytes).verifying_key().is_err());
+    }
+
+    #[test]
+    fn display_is_hex_of_the_key() {
+        let id = PeerId::from_bytes([0xA5; 32]);
+        assert_eq!(format!("{id}"), "a5".repeat(32));
+        assert_eq!(<PeerId as Codec>::from_bytes(&[0xA5; 32]), Ok(id));
+    }
+}

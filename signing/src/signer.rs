@@ -1,0 +1,58 @@
+//! [`Signer`]: whatever can produce Ed25519 signatures for one key.
+//!
+//! Implemented for [`ed25519_dalek::SigningKey`]; a hardware or remote
+//! signer implements the same two methods. Signing is fallible so such a
+//! signer can report failure instead of panicking.
+//!
+//! ```
+//! use bijou_signing::Signer;
+//! use ed25519_dalek::{SigningKey, Verifier};
+//!
+//! let key = SigningKey::from_bytes(&[1; 32]);
+//! let signature = Signer::try_sign(&key, b"message")?;
+//! key.verifying_key().verify(b"message", &signature)?;
+//! # Ok::<(), ed25519_dalek::SignatureError>(())
+//! ```
+
+use ed25519_dalek::{Signature, SignatureError, SigningKey, VerifyingKey};
+
+use crate::PeerId;
+
+/// A source of Ed25519 signatures under one verifying key.
+pub trait Signer {
+    /// The key signatures verify under; it becomes the issuer.
+    fn verifying_key(&self) -> VerifyingKey;
+
+    /// Signs `message` (pure Ed25519, RFC 8032; deterministic for
+    /// [`SigningKey`]).
+    ///
+    /// # Errors
+    ///
+    /// [`SignatureError`] if the signer cannot sign.
+    fn try_sign(&self, message: &[u8]) -> Result<Signature, SignatureError>;
+
+    /// The signer's peer id (its verifying key bytes).
+    fn peer_id(&self) -> PeerId {
+        PeerId::from(self.verifying_key())
+    }
+}
+
+impl Signer for SigningKey {
+    fn verifying_key(&self) -> VerifyingKey {
+        SigningKey::verifying_key(self)
+    }
+
+    fn try_sign(&self, message: &[u8]) -> Result<Signature, SignatureError> {
+        Ok(ed25519_dalek::Signer::sign(self, message))
+    }
+}
+
+impl<S: Signer + ?Sized> Signer for &S {
+    fn verifying_key(&self) -> VerifyingKey {
+        (**self).verifying_key()
+    }
+
+    fn try_sign(&self, message: &[u8]) -> Result<Signature, SignatureError> {
+        (**self).try_sign(message)
+    }
+}

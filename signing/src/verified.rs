@@ -1,0 +1,151 @@
+//! [`Verified<T>`]: the witness that a [`Signed<T>`]'s signature holds.
+//!
+//! ```text
+//!   Signed<T> --verify_strict / verify_batch--> Verified<T>
+//!                                                 |- payload()   the decoded T
+//!                                                 |- issuer()    who signed it
+//!                                                 |- as_bytes()  the exact bytes received
+//!                                                 '- digest()    BLAKE3(Schema || fields)
+//! ```
+//!
+//! There is no other constructor, so holding a `Verified<T>` proves the
+//! check ran and passed.
+//!
+//! ```compile_fail
+//! # fn f<T: bijou_signing::Payload>(signed: bijou_signing::Signed<T>, payload: T) {
+//! let forged = bijou_signing::Verified::new(signed, payload); // private
+//! # }
+//! ```
+
+use core::fmt;
+
+use bytes::Bytes;
+use ed25519_dalek::VerifyingKey;
+
+use crate::Blob;
+use crate::{
+    blob::HasBlobMeta, payload::SCHEMA_LEN, BlobMismatch, Digest, Payload, PeerId, Signed,
+    VerifiedBlob,
+};
+
+/// A payload whose signature verified; see the [module docs](self).
+pub struct Verified<T> {
+    signed: Signed<T>,
+    payload: T,
+}
+
+impl<T> Verified<T> {
+    /// Only verification builds one.
+    pub(crate) fn new(signed: Signed<T>, payload: T) -> Self {
+        Self { signed, payload }
+    }
+
+    /// The verified payload.
+    #[must_use]
+    pub fn payload(&self) -> &T {
+        &self.payload
+    }
+
+    /// The payload, consuming `self`.
+    #[must_use]
+    pub fn into_payload(self) -> T {
+        self.payload
+    }
+
+    /// Who signed it (a key that is not of small order).
+    #[must_use]
+    pub fn issuer(&self) -> VerifyingKey {
+        self.signed.issuer()
+    }
+
+    /// The issuer's peer id.
+    #[must_use]
+    pub fn peer_id(&self) -> PeerId {
+        self.signed.peer_id()
+    }
+
+    /// The original wire bytes, exactly as received.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        self.signed.as_bytes()
+    }
+
+    /// The original wire bytes as a cheap [`Bytes`] handle, to forward.
+    #[must_use]
+    pub fn to_bytes(&self) -> Bytes {
+        self.signed.to_bytes()
+    }
+
+    /// The signed form it was verified from.
+    #[must_use]
+    pub fn signed(&self) -> &Signed<T> {
+        &self.signed
+    }
+
+    /// Both halves, consuming `self`.
+    #[must_use]
+    pub fn into_parts(self) -> (Signed<T>, T) {
+        (self.signed, self.payload)
+    }
+}
+
+impl<T: Payload> Verified<T> {
+    /// BLAKE3(`Schema` || fields), over the received bytes. The
+    /// discriminant, the issuer and the signature are not included, as in
+    /// Subduction: the same content signed by two issuers has one digest.
+    ///
+    /// ```
+    /// # use bijou_codec::{Reader, ReadError, Writer, WriteError};
+    /// # use bijou_signing::{Payload, Signed};
+    /// # use ed25519_dalek::SigningKey;
+    /// # struct Byte(u8);
+    /// # impl Payload for Byte {
+    /// #     const SCHEMA: [u8; 4] = *b"BY\x00\x00";
+    /// #     const DISCRIMINANT: Option<u8> = Some(7);
+    /// #     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
+    /// #     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
+    /// # }
+    /// let alice = SigningKey::from_bytes(&[1; 32]);
+    /// let bob = SigningKey::from_bytes(&[2; 32]);
+    /// let a = Signed::seal(&alice, &Byte(42))?.verify_strict()?;
+    /// let b = Signed::seal(&bob, &Byte(42))?.verify_strict()?;
+    /// assert_eq!(a.digest(), b.digest());
+    /// assert_eq!(a.digest().as_bytes(), blake3::hash(b"BY\x00\x00\x2a").as_bytes());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn digest(&self) -> Digest<T> {
+        let schema = self.signed.as_bytes().get(..SCHEMA_LEN).unwrap_or_default();
+        Digest::hash_parts(&[schema, self.signed.fields()])
+    }
+}
+
+impl<T: Payload + HasBlobMeta> Verified<T> {
+    /// Checks a received blob against the blob metadata this payload
+    /// signed.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobMismatch`] if the size or the digest differ.
+    pub fn verify_blob(&self, blob: Blob) -> Result<VerifiedBlob, BlobMismatch> {
+        self.payload.blob_meta().verify(blob)
+    }
+}
+
+impl<T: Clone> Clone for Verified<T> {
+    fn clone(&self) -> Self {
+        Self {
+            signed: self.signed.clone(),
+            payload: self.payload.clone(),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Verified<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Verified")
+            .field("issuer", &self.peer_id())
+            .field("payload", &self.payload)
+            .finish()
+    }
+}
