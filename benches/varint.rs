@@ -1,1 +1,297 @@
-fn main() {}
+//! The varint shootout: our bijou64 and canonical LEB128 against `bijoux`
+//! (the reference bijou64) and three LEB128 crates (`prost`,
+//! `unsigned-varint`, gimli's `leb128`), all in one binary.
+//!
+//! Method (after the bijou64 shootout): batches of 4096 values drawn with
+//! seed `0xBEEF_CAFE_DEAD_F00D` from eight distributions; every peer
+//! encodes the same values into a pre-sized, reused buffer and decodes the
+//! same stream. Three groups per distribution:
+//!
+//! - `encode/<dist>`: encode the batch into a pre-sized buffer;
+//! - `decode/<dist>`: stream-decode the batch (lax where a format allows);
+//! - `canonical/<dist>`: stream-decode plus the canonicality check the
+//!   format needs (none for bijou64: it is bijective).
+//!
+//! Print the table with `python3 scripts/bench-table.py varint`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use bijou_codec::{bijou64, leb128};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+const SEED: u64 = 0xBEEF_CAFE_DEAD_F00D;
+const BATCH: usize = 4096;
+
+fn tier_value(rng: &mut SmallRng, tier: usize) -> u64 {
+    let low = bijou64::OFFSETS[tier];
+    let high = bijou64::OFFSETS
+        .get(tier + 1)
+        .map_or(u64::MAX, |next| next - 1);
+    rng.random_range(low..=high)
+}
+
+fn distributions() -> Vec<(&'static str, Vec<u64>)> {
+    let mut rng = SmallRng::seed_from_u64(SEED);
+    let mut draw = |n: usize, f: &mut dyn FnMut(&mut SmallRng) -> u64| -> Vec<u64> {
+        (0..n).map(|_| f(&mut rng)).collect()
+    };
+    let mut edges: Vec<u64> = Vec::new();
+    for &offset in &bijou64::OFFSETS[1..] {
+        edges.extend([offset - 1, offset]);
+    }
+    edges.insert(0, 0);
+    edges.push(u64::MAX);
+    assert_eq!(edges.len(), 18);
+    vec![
+        ("tiny", draw(BATCH, &mut |r| r.random_range(0..=247))),
+        ("small", draw(BATCH, &mut |r| r.random_range(248..=65_535))),
+        (
+            "medium",
+            draw(BATCH, &mut |r| r.random_range(65_536..=u64::from(u32::MAX))),
+        ),
+        (
+            "large",
+            draw(BATCH, &mut |r| {
+                r.random_range(u64::from(u32::MAX) + 1..=u64::MAX)
+            }),
+        ),
+        (
+            "boundary",
+            edges.iter().copied().cycle().take(BATCH).collect(),
+        ),
+        ("uniform", draw(BATCH, &mut |r| r.random())),
+        (
+            "mixed",
+            draw(BATCH, &mut |r| {
+                let tier = r.random_range(0..=8);
+                tier_value(r, tier)
+            }),
+        ),
+        (
+            "mixed64k",
+            draw(65_536, &mut |r| {
+                let tier = r.random_range(0..=8);
+                tier_value(r, tier)
+            }),
+        ),
+    ]
+}
+
+fn encode_all(values: &[u64], encode: impl Fn(u64, &mut Vec<u8>)) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &v in values {
+        encode(v, &mut out);
+    }
+    out
+}
+
+fn bench_encode(c: &mut Criterion, name: &str, values: &[u64]) {
+    let mut group = c.benchmark_group(format!("encode/{name}"));
+    group.throughput(Throughput::Elements(values.len() as u64));
+    let cap = values.len() * leb128::MAX_LEN;
+
+    let mut slice = vec![0u8; cap];
+    group.bench_function("bijou64", |b| {
+        b.iter(|| {
+            let n = bijou64::encode_slice(black_box(values), &mut slice).unwrap_or(0);
+            black_box(&slice[..n]);
+        })
+    });
+    let mut vec = Vec::with_capacity(cap);
+    group.bench_function("bijou64-vec", |b| {
+        b.iter(|| {
+            vec.clear();
+            for &v in black_box(values) {
+                bijou64::encode_to_vec(v, &mut vec);
+            }
+            black_box(&vec);
+        })
+    });
+    group.bench_function("bijoux", |b| {
+        b.iter(|| {
+            vec.clear();
+            for &v in black_box(values) {
+                bijoux::u64::encode(v, &mut vec);
+            }
+            black_box(&vec);
+        })
+    });
+    group.bench_function("leb128-ours", |b| {
+        b.iter(|| {
+            let n = leb128::encode_slice(black_box(values), &mut slice).unwrap_or(0);
+            black_box(&slice[..n]);
+        })
+    });
+    group.bench_function("prost", |b| {
+        b.iter(|| {
+            vec.clear();
+            for &v in black_box(values) {
+                prost::encoding::encode_varint(v, &mut vec);
+            }
+            black_box(&vec);
+        })
+    });
+    group.bench_function("unsigned-varint", |b| {
+        let mut scratch = unsigned_varint::encode::u64_buffer();
+        b.iter(|| {
+            vec.clear();
+            for &v in black_box(values) {
+                vec.extend_from_slice(unsigned_varint::encode::u64(v, &mut scratch));
+            }
+            black_box(&vec);
+        })
+    });
+    group.bench_function("gimli-leb128", |b| {
+        b.iter(|| {
+            vec.clear();
+            for &v in black_box(values) {
+                let _ = ::leb128::write::unsigned(&mut vec, v);
+            }
+            black_box(&vec);
+        })
+    });
+    group.finish();
+}
+
+fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) {
+    let bijou = encode_all(values, bijou64::encode_to_vec);
+    let leb = encode_all(values, leb128::encode_to_vec);
+    let kind = if canonical { "canonical" } else { "decode" };
+    let mut group = c.benchmark_group(format!("{kind}/{name}"));
+    group.throughput(Throughput::Elements(values.len() as u64));
+
+    // bijou64 is bijective: its canonical decode is its decode. Internal
+    // iteration (`fold`) is the iterator's fast path; `bijou64-next` shows
+    // the same iterator driven by a `for` loop.
+    group.bench_function("bijou64", |b| {
+        b.iter(|| {
+            bijou64::decode_iter(black_box(&bijou))
+                .fold(0u64, |sum, v| sum.wrapping_add(v.unwrap_or(0)))
+        })
+    });
+    group.bench_function("bijou64-next", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for v in bijou64::decode_iter(black_box(&bijou)) {
+                sum = sum.wrapping_add(v.unwrap_or(0));
+            }
+            sum
+        })
+    });
+    group.bench_function("bijoux", |b| {
+        b.iter(|| {
+            let buf = black_box(&bijou[..]);
+            let (mut pos, mut sum) = (0usize, 0u64);
+            while pos < buf.len() {
+                let Ok((v, n)) = bijoux::u64::decode(&buf[pos..]) else {
+                    break;
+                };
+                sum = sum.wrapping_add(v);
+                pos += n;
+            }
+            sum
+        })
+    });
+    group.bench_function("leb128-ours", |b| {
+        b.iter(|| {
+            let mut rest = black_box(&leb[..]);
+            let mut sum = 0u64;
+            while !rest.is_empty() {
+                let decoded = if canonical {
+                    leb128::decode(rest)
+                } else {
+                    leb128::decode_lax(rest)
+                };
+                let Ok((v, n)) = decoded else { break };
+                sum = sum.wrapping_add(v);
+                rest = &rest[n..];
+            }
+            sum
+        })
+    });
+    group.bench_function("prost", |b| {
+        b.iter(|| {
+            let mut rest = black_box(&leb[..]);
+            let mut sum = 0u64;
+            while !rest.is_empty() {
+                let before = rest.len();
+                let Ok(v) = prost::encoding::decode_varint(&mut rest) else {
+                    break;
+                };
+                // prost accepts overlong forms; the canonical check is a
+                // length comparison.
+                if canonical && prost::encoding::encoded_len_varint(v) != before - rest.len() {
+                    break;
+                }
+                sum = sum.wrapping_add(v);
+            }
+            sum
+        })
+    });
+    // unsigned-varint rejects overlong forms itself (but accepts the
+    // 10th-byte overflow pitfall; see tests/codec_leb128.rs).
+    group.bench_function("unsigned-varint", |b| {
+        b.iter(|| {
+            let mut rest = black_box(&leb[..]);
+            let mut sum = 0u64;
+            while !rest.is_empty() {
+                let Ok((v, tail)) = unsigned_varint::decode::u64(rest) else {
+                    break;
+                };
+                sum = sum.wrapping_add(v);
+                rest = tail;
+            }
+            sum
+        })
+    });
+    group.bench_function("gimli-leb128", |b| {
+        b.iter(|| {
+            let mut rest = black_box(&leb[..]);
+            let mut sum = 0u64;
+            while !rest.is_empty() {
+                let before = rest;
+                let Ok(v) = ::leb128::read::unsigned(&mut rest) else {
+                    break;
+                };
+                let used = before.len() - rest.len();
+                if canonical && used > 1 && before[used - 1] == 0 {
+                    break;
+                }
+                sum = sum.wrapping_add(v);
+            }
+            sum
+        })
+    });
+    group.finish();
+}
+
+fn shootout(c: &mut Criterion) {
+    for (name, values) in distributions() {
+        // Every peer must agree on what it decodes, or the race is void.
+        let expected: u64 = values.iter().fold(0, |a, &v| a.wrapping_add(v));
+        let bijou = encode_all(&values, bijou64::encode_to_vec);
+        let theirs = encode_all(&values, |v, out| bijoux::u64::encode(v, out));
+        assert_eq!(bijou, theirs, "{name}: bijoux disagrees");
+        let sum = bijou64::decode_iter(&bijou).fold(0u64, |a, v| a.wrapping_add(v.unwrap_or(0)));
+        assert_eq!(sum, expected, "{name}: bijou64 decode");
+        let leb = encode_all(&values, leb128::encode_to_vec);
+        let prost_bytes = encode_all(&values, |v, out| prost::encoding::encode_varint(v, out));
+        assert_eq!(leb, prost_bytes, "{name}: prost disagrees");
+
+        bench_encode(c, name, &values);
+        bench_decode(c, name, &values, false);
+        bench_decode(c, name, &values, true);
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(60);
+    targets = shootout
+}
+criterion_main!(benches);

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Print criterion medians as a Markdown table with ratio columns.
+
+Reads target/criterion/**/new/{benchmark,estimates}.json as left by the
+last `cargo bench` run. Rows are benchmark groups, columns are functions,
+cells are the median time per iteration; ratio columns divide our median
+by a peer's (below 1.0 means we are faster).
+
+  python3 scripts/bench-table.py varint        # the varint shootout preset
+  python3 scripts/bench-table.py --groups '^decode/' --ours bijou64 \
+      --vs bijoux --vs-best prost,unsigned-varint,gimli-leb128
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+PRESETS = {
+    "varint": dict(
+        groups=r"^(encode|decode|canonical)/",
+        ours="bijou64",
+        vs="bijoux",
+        vs_best="prost,unsigned-varint,gimli-leb128",
+        per="value",
+    ),
+}
+
+
+def load(criterion_dir):
+    results = {}
+    for root, _dirs, files in os.walk(criterion_dir):
+        if os.path.basename(root) != "new" or "estimates.json" not in files:
+            continue
+        with open(os.path.join(root, "benchmark.json")) as f:
+            meta = json.load(f)
+        with open(os.path.join(root, "estimates.json")) as f:
+            est = json.load(f)
+        group = meta["group_id"]
+        func = meta.get("function_id") or meta.get("value_str") or "?"
+        elements = (meta.get("throughput") or {}).get("Elements")
+        nbytes = (meta.get("throughput") or {}).get("Bytes")
+        results.setdefault(group, {})[func] = (
+            est["median"]["point_estimate"],
+            elements,
+            nbytes,
+        )
+    return results
+
+
+def fmt_time(ns):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("preset", nargs="?", choices=sorted(PRESETS))
+    ap.add_argument("--criterion", default=os.path.join("target", "criterion"))
+    ap.add_argument("--groups", help="regex on group ids")
+    ap.add_argument("--ours")
+    ap.add_argument("--vs", help="peer for a ratio column")
+    ap.add_argument("--vs-best", help="comma list; ratio against the fastest")
+    ap.add_argument("--per", choices=["iter", "value"], default="iter",
+                    help="report time per iteration or per element")
+    args = ap.parse_args()
+    if args.preset:
+        for key, value in PRESETS[args.preset].items():
+            if getattr(args, key) in (None, "iter"):
+                setattr(args, key, value)
+    if not args.groups or not args.ours:
+        ap.error("give a preset or --groups and --ours")
+
+    results = load(args.criterion)
+    pattern = re.compile(args.groups)
+    groups = sorted(g for g in results if pattern.search(g))
+    if not groups:
+        sys.exit(f"no criterion results match {args.groups!r} in {args.criterion}")
+    funcs = []
+    for g in groups:
+        for f in results[g]:
+            if f not in funcs:
+                funcs.append(f)
+    best = [b for b in (args.vs_best or "").split(",") if b]
+
+    header = ["group"] + funcs
+    if args.vs:
+        header.append(f"{args.ours}/{args.vs}")
+    if best:
+        header.append(f"{args.ours}/best-of({','.join(best)})")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for g in groups:
+        row = [g]
+        for f in funcs:
+            cell = results[g].get(f)
+            if cell is None:
+                row.append("")
+                continue
+            ns, elements, _ = cell
+            if args.per == "value" and elements:
+                row.append(f"{ns / elements:.2f} ns")
+            else:
+                row.append(fmt_time(ns))
+        ours = results[g].get(args.ours)
+        if args.vs:
+            peer = results[g].get(args.vs)
+            row.append(f"{ours[0] / peer[0]:.2f}" if ours and peer else "")
+        if best:
+            peers = [(results[g][b][0], b) for b in best if b in results[g]]
+            if ours and peers:
+                t, name = min(peers)
+                row.append(f"{ours[0] / t:.2f} ({name})")
+            else:
+                row.append("")
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()

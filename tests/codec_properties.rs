@@ -1,0 +1,242 @@
+//! proptest properties of the codec: bijectivity, order, exact
+//! incompleteness, and no panics on adversarial input.
+
+use bijou_codec::bijou64::{self, DecodeError, OFFSETS};
+use bijou_codec::{leb128, ReadError, Reader};
+use proptest::prelude::*;
+
+/// Values spread evenly over the nine tiers (a plain `any::<u64>()` would
+/// be tier 8 almost always).
+fn any_tier_value() -> impl Strategy<Value = u64> {
+    (0usize..=8).prop_flat_map(|tier| {
+        let high = OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1);
+        OFFSETS[tier]..=high
+    })
+}
+
+fn encode(value: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    bijou64::encode_to_vec(value, &mut out);
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    #[test]
+    fn decode_inverts_encode(value in any_tier_value()) {
+        let bytes = encode(value);
+        prop_assert_eq!(bytes.len(), bijou64::encoded_len(value));
+        prop_assert_eq!(bijou64::decode(&bytes), Ok((value, bijou64::encoded_len(value))));
+    }
+
+    #[test]
+    fn every_accepted_byte_string_is_the_encoding_of_its_value(
+        bytes in prop::collection::vec(any::<u8>(), 0..12),
+        tag in 0xF8u8..=0xFF,
+        force_tag in any::<bool>(),
+    ) {
+        let mut bytes = bytes;
+        if force_tag && !bytes.is_empty() {
+            bytes[0] = tag;
+        }
+        if let Ok((value, used)) = bijou64::decode(&bytes) {
+            prop_assert_eq!(encode(value), &bytes[..used]);
+            prop_assert_eq!(used, bijou64::len_from_first_byte(bytes[0]));
+        }
+    }
+
+    #[test]
+    fn byte_order_is_numeric_order(a in any_tier_value(), b in any_tier_value()) {
+        prop_assert_eq!(encode(a).cmp(&encode(b)), a.cmp(&b));
+    }
+
+    #[test]
+    fn every_prefix_is_incomplete_with_the_exact_missing_count(value in any_tier_value()) {
+        let bytes = encode(value);
+        // With no bytes at all only the tag is known to be missing; from the
+        // tag on, the missing count is exact.
+        prop_assert_eq!(bijou64::decode(&[]), Err(DecodeError::Incomplete { needed: 1 }));
+        for cut in 1..bytes.len() {
+            prop_assert_eq!(
+                bijou64::decode(&bytes[..cut]),
+                Err(DecodeError::Incomplete { needed: bytes.len() - cut })
+            );
+            let mut r = Reader::new(&bytes[..cut]);
+            prop_assert_eq!(
+                r.bijou64("v"),
+                Err(ReadError::Truncated { field: "v", offset: 0, need: bytes.len(), have: cut })
+            );
+        }
+    }
+
+    #[test]
+    fn every_single_bit_flip_changes_the_value_or_fails(value in any_tier_value()) {
+        let bytes = encode(value);
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            match bijou64::decode(&flipped) {
+                Ok((other, used)) => {
+                    prop_assert_ne!(other, value, "bit {} flip kept the value", bit);
+                    prop_assert_eq!(encode(other), &flipped[..used]);
+                }
+                Err(DecodeError::Incomplete { needed }) => {
+                    prop_assert_eq!(
+                        needed,
+                        bijou64::len_from_first_byte(flipped[0]) - flipped.len()
+                    );
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn trailing_bytes_are_reported_not_swallowed(value in any_tier_value(), extra in 1usize..4) {
+        let mut bytes = encode(value);
+        let used = bytes.len();
+        bytes.extend(std::iter::repeat_n(0u8, extra));
+        prop_assert_eq!(
+            bijou64::decode_exact(&bytes),
+            Err(bijou64::ExactError::Trailing { used, len: used + extra })
+        );
+        let mut r = Reader::new(&bytes);
+        prop_assert_eq!(r.bijou64("v"), Ok(value));
+        prop_assert_eq!(r.finish(), Err(ReadError::TrailingBytes { offset: used, count: extra }));
+    }
+
+    #[test]
+    fn streams_round_trip_through_every_encoder(values in prop::collection::vec(any_tier_value(), 0..64)) {
+        let mut vec = Vec::new();
+        let mut bytes_mut = bytes::BytesMut::new();
+        for &v in &values {
+            bijou64::encode_to_vec(v, &mut vec);
+            bijou64::encode(v, &mut bytes_mut);
+        }
+        prop_assert_eq!(&vec[..], &bytes_mut[..]);
+        let mut batch = vec![0u8; values.len() * bijou64::MAX_LEN];
+        let n = bijou64::encode_slice(&values, &mut batch).unwrap();
+        prop_assert_eq!(&batch[..n], &vec[..]);
+        let exact_len: usize = values.iter().map(|&v| bijou64::encoded_len(v)).sum();
+        let mut exact = vec![0u8; exact_len];
+        prop_assert_eq!(bijou64::encode_slice(&values, &mut exact), Ok(exact_len));
+        let decoded: Result<Vec<u64>, _> = bijou64::decode_iter(&vec).collect();
+        prop_assert_eq!(decoded, Ok(values));
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+        let _ = bijou64::decode(&bytes);
+        let _ = bijou64::decode_exact(&bytes);
+        let n = bijou64::decode_iter(&bytes).count();
+        prop_assert!(n <= bytes.len());
+        let _ = leb128::decode(&bytes);
+        let _ = leb128::decode_lax(&bytes);
+        prop_assert!(leb128::decode_iter(&bytes).count() <= bytes.len());
+        let mut r = Reader::new(&bytes);
+        while !r.is_empty() {
+            if r.bijou64("v").is_err() {
+                break;
+            }
+        }
+    }
+
+    #[test]
+    fn leb128_accepts_only_canonical_forms(bytes in prop::collection::vec(any::<u8>(), 0..12)) {
+        if let Ok((value, used)) = leb128::decode(&bytes) {
+            let mut canonical = Vec::new();
+            leb128::encode_to_vec(value, &mut canonical);
+            prop_assert_eq!(&canonical[..], &bytes[..used]);
+            prop_assert_eq!(leb128::decode_lax(&bytes), Ok((value, used)));
+        }
+    }
+
+    #[test]
+    fn leb128_round_trips(value in any::<u64>(), small in any::<u16>()) {
+        for v in [value, u64::from(small), value >> (value % 64)] {
+            let mut enc = Vec::new();
+            leb128::encode_to_vec(v, &mut enc);
+            prop_assert_eq!(leb128::decode(&enc), Ok((v, enc.len())));
+            let mut out = [0u8; 10];
+            prop_assert_eq!(leb128::encode_to_slice(v, &mut out), Ok(enc.len()));
+        }
+    }
+}
+
+/// A record of every Reader field kind, with its field boundaries.
+fn record(
+    a: u8,
+    b: u16,
+    c: u32,
+    d: u64,
+    e: u64,
+    blob: &[u8],
+) -> (Vec<u8>, Vec<(&'static str, usize)>) {
+    let mut out = Vec::new();
+    let mut starts = Vec::new();
+    let mut w = bijou_codec::Writer::new(&mut out);
+    starts.push(("a", w.len()));
+    w.u8(a);
+    starts.push(("b", w.len()));
+    w.u16(b);
+    starts.push(("c", w.len()));
+    w.u32(c);
+    starts.push(("d", w.len()));
+    w.u64(d);
+    starts.push(("e", w.len()));
+    w.bijou64(e);
+    starts.push(("len", w.len()));
+    w.bijou64_len(blob.len());
+    starts.push(("blob", w.len()));
+    w.bytes(blob);
+    starts.push(("tail", w.len()));
+    w.bytes(&[1, 2, 3, 4]);
+    (out, starts)
+}
+
+/// The record's fields, in order.
+type Record = (u8, u16, u32, u64, u64, Vec<u8>);
+
+fn read_record(bytes: &[u8]) -> Result<Record, ReadError> {
+    let mut r = Reader::new(bytes);
+    let a = r.u8("a")?;
+    let b = r.u16("b")?;
+    let c = r.u32("c")?;
+    let d = r.u64("d")?;
+    let e = r.bijou64("e")?;
+    let len = r.bijou64("len")?;
+    let blob = r.bytes_u64("blob", len)?.to_vec();
+    let _tail: [u8; 4] = r.array("tail")?;
+    r.finish()?;
+    Ok((a, b, c, d, e, blob))
+}
+
+proptest! {
+    #[test]
+    fn reader_names_the_field_and_offset_at_every_truncation(
+        a in any::<u8>(), b in any::<u16>(), c in any::<u32>(), d in any::<u64>(),
+        e in any_tier_value(), blob in prop::collection::vec(any::<u8>(), 0..300),
+    ) {
+        let (bytes, starts) = record(a, b, c, d, e, &blob);
+        prop_assert_eq!(read_record(&bytes), Ok((a, b, c, d, e, blob.clone())));
+        for cut in 0..bytes.len() {
+            let (field, start) = *starts.iter().rev().find(|(_, s)| *s <= cut).unwrap();
+            match read_record(&bytes[..cut]) {
+                Err(ReadError::Truncated { field: f, offset, need, have }) => {
+                    prop_assert_eq!(f, field);
+                    prop_assert_eq!(offset, start);
+                    prop_assert_eq!(have, cut - start);
+                    prop_assert!(need > have);
+                }
+                other => prop_assert!(false, "cut {}: {:?}", cut, other),
+            }
+        }
+        let mut long = bytes.clone();
+        long.push(0);
+        prop_assert_eq!(
+            read_record(&long),
+            Err(ReadError::TrailingBytes { offset: bytes.len(), count: 1 })
+        );
+    }
+}
