@@ -134,6 +134,35 @@ fn raw_items_match_strict_verify() {
     assert_eq!(results[8], Err(VerifyError::SmallOrderR));
 }
 
+#[test]
+fn raw_items_with_weak_keys() {
+    let message = b"weak";
+    let signature = key(1).sign(message);
+    let keys: Vec<_> = strict::SMALL_ORDER_POINTS
+        .iter()
+        .map(|a| {
+            bijou_frame::signing::PeerId::from_bytes(*a)
+                .verifying_key()
+                .unwrap()
+        })
+        .collect();
+    let items: Vec<Item<'_>> = keys
+        .iter()
+        .map(|key| Item {
+            key,
+            message,
+            signature: &signature,
+        })
+        .collect();
+    for (item, result) in items.iter().zip(verify_items(&items)) {
+        let expected = Err(VerifyError::WeakIssuer {
+            issuer: (*item.key).into(),
+        });
+        assert_eq!(result, expected);
+        assert_eq!(strict::verify(item.key, message, &signature), expected);
+    }
+}
+
 /// Ways to break an item.
 #[derive(Debug, Clone, Copy)]
 enum Damage {

@@ -293,3 +293,47 @@ fn bare_dalek_agrees_on_honest_signatures() {
         .is_ok());
     assert!(ed25519_dalek::verify_batch(&[message], &[signature], &[key.verifying_key()]).is_ok());
 }
+
+/// A signer that is not a `SigningKey`: a weak key and a fixed signature,
+/// or one that always fails.
+struct OddSigner {
+    fails: bool,
+}
+
+impl Signer for OddSigner {
+    fn verifying_key(&self) -> VerifyingKey {
+        VerifyingKey::from_bytes(&strict::SMALL_ORDER_POINTS[0]).unwrap()
+    }
+
+    fn try_sign(&self, _message: &[u8]) -> Result<Signature, ed25519_dalek::SignatureError> {
+        if self.fails {
+            Err(ed25519_dalek::SignatureError::new())
+        } else {
+            Ok(Signature::from_bytes(&[0; 64]))
+        }
+    }
+}
+
+#[test]
+fn other_signers_plug_in_and_their_failures_are_typed() {
+    let weak = Signed::seal(&OddSigner { fails: false }, &commit(1)).unwrap();
+    assert_eq!(
+        weak.verify_strict().unwrap_err(),
+        bijou_frame::signing::VerifyError::WeakIssuer {
+            issuer: PeerId::from_bytes(strict::SMALL_ORDER_POINTS[0]),
+        }
+    );
+    let decoded = Signed::<Commit>::decode(weak.to_bytes()).unwrap();
+    assert!(decoded.verify_strict().is_err());
+    assert!(matches!(
+        Signed::seal(&OddSigner { fails: true }, &commit(1)),
+        Err(bijou_frame::signing::SealError::Signer { .. })
+    ));
+    // A count that does not fit its field is an encode error, not a panic.
+    let mut big = commit(0);
+    big.parents = (0..=255u8).map(|i| [i; 32]).collect();
+    assert!(matches!(
+        Signed::seal(&key(1), &big),
+        Err(bijou_frame::signing::SealError::Encode(_))
+    ));
+}

@@ -15,7 +15,7 @@
 //! verification equations) accepts signatures that
 //! [`verify_strict`](crate::Signed::verify_strict) rejects: small-order
 //! keys, small-order or non-canonically encoded `R`. Those are exactly the
-//! [`strict`](crate::strict) prechecks, so they run first; what remains
+//! [`strict`] prechecks, so they run first; what remains
 //! for the batch is the equation itself.
 //!
 //! A failed batch says only that *some* item is bad. The halves are
@@ -107,7 +107,17 @@ pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, 
             signature: signed.signature(),
         })
         .collect();
-    verify_items(&raw)
+    let prechecks = items
+        .iter()
+        .map(|signed| {
+            strict::precheck(
+                signed.issuer_ref(),
+                signed.issuer_is_weak(),
+                signed.signature(),
+            )
+        })
+        .collect();
+    verify_prechecked_items(&raw, prechecks)
         .into_iter()
         .zip(items)
         .map(|(result, signed)| result.and_then(|()| signed.to_verified()))
@@ -137,10 +147,18 @@ pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, 
 /// ```
 #[must_use]
 pub fn verify_items(items: &[Item<'_>]) -> Vec<Result<(), VerifyError>> {
-    let mut results: Vec<Result<(), VerifyError>> = items
+    let prechecks = items
         .iter()
-        .map(|item| strict::precheck(item.key, item.signature))
+        .map(|item| strict::precheck(item.key, item.key.is_weak(), item.signature))
         .collect();
+    verify_prechecked_items(items, prechecks)
+}
+
+/// The batch proper, given each item's precheck result (same length).
+fn verify_prechecked_items(
+    items: &[Item<'_>],
+    mut results: Vec<Result<(), VerifyError>>,
+) -> Vec<Result<(), VerifyError>> {
     let passed: Vec<usize> = results
         .iter()
         .enumerate()

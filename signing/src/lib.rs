@@ -85,16 +85,16 @@ extern crate alloc;
 extern crate std;
 
 pub mod batch;
-mod blob;
-mod digest;
-mod error;
+pub mod blob;
+pub mod digest;
+pub mod error;
 mod hex;
-mod payload;
-mod peer_id;
-mod signed;
-mod signer;
+pub mod payload;
+pub mod peer_id;
+pub mod signed;
+pub mod signer;
 pub mod strict;
-mod verified;
+pub mod verified;
 
 pub use batch::verify_batch;
 pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};

@@ -85,6 +85,9 @@ use crate::{
 pub struct Signed<T> {
     bytes: Bytes,
     issuer: VerifyingKey,
+    // Whether the issuer has small order, found once when the key is parsed
+    // (it is rejected at verification, not at decoding).
+    issuer_is_weak: bool,
     signature: Signature,
     // `fn() -> T`: a `Signed<T>` holds no `T`.
     _marker: PhantomData<fn() -> T>,
@@ -116,6 +119,7 @@ impl<T: Payload> Signed<T> {
         out.extend_from_slice(&signature.to_bytes());
         Ok(Self {
             bytes: Bytes::from(out),
+            issuer_is_weak: issuer.is_weak(),
             issuer,
             signature,
             _marker: PhantomData,
@@ -207,6 +211,7 @@ impl<T: Payload> Signed<T> {
 
         let signed = Self {
             bytes: bytes.slice(..used),
+            issuer_is_weak: issuer.is_weak(),
             issuer,
             signature,
             _marker: PhantomData,
@@ -215,13 +220,14 @@ impl<T: Payload> Signed<T> {
     }
 
     /// Verifies the signature with the strict rules (see
-    /// [`strict`](crate::strict)) and, if it holds, decodes the payload.
+    /// [`strict`]) and, if it holds, decodes the payload.
     ///
     /// # Errors
     ///
     /// The first failed check, as a [`VerifyError`].
     pub fn verify_strict(&self) -> Result<Verified<T>, VerifyError> {
-        strict::verify(&self.issuer, self.message(), &self.signature)?;
+        strict::precheck(&self.issuer, self.issuer_is_weak, &self.signature)?;
+        strict::verify_prechecked(&self.issuer, self.message(), &self.signature)?;
         self.to_verified()
     }
 
@@ -251,6 +257,10 @@ impl<T> Signed<T> {
 
     pub(crate) fn issuer_ref(&self) -> &VerifyingKey {
         &self.issuer
+    }
+
+    pub(crate) fn issuer_is_weak(&self) -> bool {
+        self.issuer_is_weak
     }
 
     /// The signature (not yet checked).
@@ -309,6 +319,7 @@ impl<T> Clone for Signed<T> {
         Self {
             bytes: self.bytes.clone(),
             issuer: self.issuer,
+            issuer_is_weak: self.issuer_is_weak,
             signature: self.signature,
             _marker: PhantomData,
         }

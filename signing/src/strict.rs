@@ -74,7 +74,7 @@ const Y_ONE: [u8; 32] = {
 const SIGN_BIT: u8 = 0x80;
 
 /// The canonical encodings of the eight points of small order (the torsion
-/// subgroup E[8]): identity, the order-2 point, two of order 4 and four of
+/// subgroup `E[8]`): identity, the order-2 point, two of order 4 and four of
 /// order 8. Any other encoding of these points is non-canonical.
 pub const SMALL_ORDER_POINTS: [[u8; 32]; 8] = {
     let order_8_a: [u8; 32] = [
@@ -152,13 +152,18 @@ pub fn is_small_order_encoding(encoding: &[u8; 32]) -> bool {
     SMALL_ORDER_POINTS.contains(encoding)
 }
 
-/// Checks 1-4 of the [module docs](self): pure byte comparisons plus the
-/// key's small-order test (three doublings).
-pub(crate) fn precheck(key: &VerifyingKey, signature: &Signature) -> Result<(), VerifyError> {
+/// Checks 1-4 of the [module docs](self): byte comparisons, given
+/// whether `key` has small order (`key.is_weak()`, three doublings; a
+/// `Signed` computes it once, when it parses the key).
+pub(crate) fn precheck(
+    key: &VerifyingKey,
+    key_is_weak: bool,
+    signature: &Signature,
+) -> Result<(), VerifyError> {
     if !is_canonical_scalar(signature.s_bytes()) {
         return Err(VerifyError::NonCanonicalS);
     }
-    if key.is_weak() {
+    if key_is_weak {
         return Err(VerifyError::WeakIssuer {
             issuer: PeerId::from(key),
         });
@@ -225,7 +230,7 @@ pub fn verify(
     message: &[u8],
     signature: &Signature,
 ) -> Result<(), VerifyError> {
-    precheck(key, signature)?;
+    precheck(key, key.is_weak(), signature)?;
     verify_prechecked(key, message, signature)
 }
 

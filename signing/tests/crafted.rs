@@ -356,7 +356,7 @@ proptest! {
             .map(|(i, kind)| {
                 let n = u32::try_from(i).unwrap();
                 match kind {
-                    0 | 1 | 2 => Signed::seal(&key, &Note(n)).unwrap(),
+                    0..=2 => Signed::seal(&key, &Note(n)).unwrap(),
                     3 => with_identity_r(&key, IDENTITY, n),
                     4 => with_identity_r(&key, p_plus_one, n),
                     5 => {
