@@ -17,3 +17,8 @@
 pub use bijou_codec as codec;
 pub use bijou_framing as framing;
 pub use bijou_signing as signing;
+
+/// The README's examples, compiled and run as doc tests so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

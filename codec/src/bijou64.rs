@@ -483,9 +483,20 @@ impl Adapt {
         self.previous_tier = tier;
         self.countdown -= 1;
         if self.countdown == 0 {
-            self.branch_free = self.changes > DecodeIter::BRANCH_FREE_ABOVE;
-            self.changes = 0;
-            self.countdown = DecodeIter::WINDOW;
+            *self = Self::next_window(self.changes, tier);
+        }
+    }
+
+    /// Starts a new window. Out of line and cold, so the per-value cost of
+    /// adapting stays at a compare, an add and a decrement.
+    #[cold]
+    #[inline(never)]
+    fn next_window(changes: u32, previous_tier: usize) -> Self {
+        Self {
+            previous_tier,
+            changes: 0,
+            countdown: DecodeIter::WINDOW,
+            branch_free: changes > DecodeIter::BRANCH_FREE_ABOVE,
         }
     }
 
