@@ -71,7 +71,7 @@
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::prefix::{Bijou64, LengthPrefix, PrefixError};
+use crate::prefix::{Bijou64, LengthPrefix, PrefixError, MAX_PREFIX_LEN};
 use crate::{Builder, FrameError};
 
 /// Default maximum payload length: 50 MiB, Subduction's transport limit.
@@ -108,9 +108,12 @@ enum DecodeState {
 /// [`Default`]; see the [module docs](self) for the wire format, the decoder
 /// state machine and its memory bound.
 ///
+/// A codec holds the decoding state of one stream (like tokio-util's
+/// codecs): use one per connection, with the same buffer throughout.
+///
 /// ```
 /// use bijou_framing::{prefix::Leb128, FrameCodec};
-/// use bytes::{Buf, Bytes, BytesMut};
+/// use bytes::{Bytes, BytesMut};
 /// use tokio_util::codec::{Decoder, Encoder};
 ///
 /// let mut codec = FrameCodec::new(); // bijou64 prefixes, 50 MiB maximum
@@ -380,12 +383,16 @@ impl<P: LengthPrefix> Encoder<&[u8]> for FrameCodec<P> {
         }
         let (prefix, prefix_len) =
             P::encode(to_u64(len)).ok_or_else(|| self.too_large(to_u64(len)))?;
-        let (Some(prefix), Some(total)) = (prefix.get(..prefix_len), prefix_len.checked_add(len))
-        else {
+        let Some(room) = len.checked_add(MAX_PREFIX_LEN) else {
             return Err(self.too_large(to_u64(len)));
         };
-        dst.reserve(total);
-        dst.extend_from_slice(prefix);
+        dst.reserve(room);
+        // Copy the whole fixed-size scratch array (one constant-size move)
+        // and cut it back to the prefix: cheaper than a variable-length copy
+        // of 1..=10 bytes.
+        let start = dst.len();
+        dst.extend_from_slice(&prefix);
+        dst.truncate(start.saturating_add(prefix_len));
         dst.extend_from_slice(data);
         Ok(())
     }
