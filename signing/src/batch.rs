@@ -19,20 +19,21 @@
 //! for the batch is the equation itself.
 //!
 //! A failed batch says only that *some* item is bad. The halves are
-//! batched again until every bad item is isolated, so one forged item
-//! costs about `2·log2(n)` smaller batches and never makes a good item
-//! fail. Halving many bad items would cost `O(n log n)`, so the batches
-//! share a budget of `2n` batched items; past it, the remaining items are
-//! verified one by one. A batch full of forgeries therefore costs at most
-//! about `2n` batched items plus `n` single verifications.
+//! batched again until every bad item is isolated; a half whose sibling
+//! passed is known to fail and is split without batching it, so one forged
+//! item among `n` costs about `2n` batched items in all and never makes a
+//! good item fail. Halving many bad items would cost `O(n log n)`, so the
+//! batches share a budget of `3n` batched items; past it, the remaining
+//! items are verified one by one. A batch full of forgeries therefore
+//! costs at most about `3n` batched items plus `n` single verifications.
 //!
 //! # The one difference left: points with a small-order component
 //!
 //! A key or `R` can be a prime-order point *plus* a small-order point (a
-//! "mixed-order" point; not small-order itself, so no blocklist or cheap
-//! test catches it). For those, the cofactorless single equation and a
-//! random linear combination of equations can disagree: the torsion parts
-//! cancel or not depending on the random weights, modulo 8. Such inputs
+//! "mixed-order" point; not of small order itself, so no blocklist or
+//! cheap test catches it). For those, the cofactorless single equation and
+//! a random linear combination of equations can disagree: the torsion
+//! parts cancel or not depending on the weights, modulo 8. Such inputs
 //! cannot come from an honest Ed25519 signer (its key and every `R` are
 //! multiples of the base point); only the holder of a deliberately
 //! malformed key, signing its own messages, can produce them. Then:
@@ -40,13 +41,19 @@
 //! - an item that `verify_strict` accepts but the batch equation rejects is
 //!   isolated by the halving and accepted by the final single check, so
 //!   the batch never loses a strictly valid item;
-//! - an item that `verify_strict` rejects can pass a batch with
-//!   probability up to 1/2 (the weights come from a transcript of the
-//!   batch; ed25519-dalek's choice).
+//! - an item that `verify_strict` rejects can pass a batch of two or more,
+//!   with probability between 1/8 and 1/2 per batch. The weights are
+//!   ed25519-dalek's, derived from the whole batch, so whoever chooses all
+//!   of a batch's contents (a peer sending a batch of its own items) can
+//!   retry until one passes. The published vectors 6 and 28 of C2SP/CCTV's
+//!   `ed25519vectors.json` do pass some batches (see the tests).
 //!
 //! Closing the second case needs a subgroup check (`[L]P == O`) per key
 //! and per `R`, which costs about as much as a verification and would undo
-//! the batch's speed-up. A batch of one item is always verified singly.
+//! the batch's speed-up; no cheaper exact test is available through
+//! ed25519-dalek's API. A batch of one item is always verified singly. Use
+//! [`Signed::verify_strict`] where every peer must reach the same verdict
+//! on adversarial keys.
 
 use alloc::vec::Vec;
 
