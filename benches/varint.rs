@@ -272,12 +272,14 @@ fn shootout(c: &mut Criterion) {
         // Every peer must agree on what it decodes, or the race is void.
         let expected: u64 = values.iter().fold(0, |a, &v| a.wrapping_add(v));
         let bijou = encode_all(&values, bijou64::encode_to_vec);
-        let theirs = encode_all(&values, |v, out| bijoux::u64::encode(v, out));
+        let theirs = encode_all(&values, bijoux::u64::encode);
         assert_eq!(bijou, theirs, "{name}: bijoux disagrees");
         let sum = bijou64::decode_iter(&bijou).fold(0u64, |a, v| a.wrapping_add(v.unwrap_or(0)));
         assert_eq!(sum, expected, "{name}: bijou64 decode");
         let leb = encode_all(&values, leb128::encode_to_vec);
-        let prost_bytes = encode_all(&values, |v, out| prost::encoding::encode_varint(v, out));
+        let prost_bytes = encode_all(&values, |v, out: &mut Vec<u8>| {
+            prost::encoding::encode_varint(v, out)
+        });
         assert_eq!(leb, prost_bytes, "{name}: prost disagrees");
 
         bench_encode(c, name, &values);

@@ -39,8 +39,10 @@ pub const MAX_LEN: usize = 10;
 const CONTINUATION_BITS: u64 = 0x8080_8080_8080_8080;
 
 /// Why a byte string is not a (canonical) LEB128 `u64`.
+///
+/// These are all the ways a byte string can fail to be a canonical LEB128
+/// `u64`, so this enum is exhaustive and will not grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum DecodeError {
     /// The input ends while a continuation bit asks for more. LEB128 cannot
     /// say how many bytes are missing; `needed` is a lower bound (always 1).

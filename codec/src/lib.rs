@@ -36,11 +36,11 @@ extern crate alloc;
 
 pub mod bijou64;
 #[cfg(feature = "bytes")]
-mod buf_ext;
-mod codec;
+pub mod buf_ext;
+pub mod codec;
 pub mod leb128;
-mod reader;
-mod writer;
+pub mod reader;
+pub mod writer;
 
 #[cfg(feature = "bytes")]
 pub use buf_ext::{BufExt, BufMutExt};

@@ -306,7 +306,7 @@ impl<'a> Reader<'a> {
             Err(bijou64::DecodeError::Incomplete { needed }) => {
                 Err(self.truncated(field, self.remaining() + needed))
             }
-            Err(_) => Err(ReadError::Bijou64Overflow {
+            Err(bijou64::DecodeError::Overflow) => Err(ReadError::Bijou64Overflow {
                 field,
                 offset: self.offset(),
             }),

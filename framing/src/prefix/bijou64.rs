@@ -70,10 +70,7 @@ fn decode_multi_byte(src: &[u8]) -> Result<(u64, usize), PrefixError> {
     match bijou64::decode(src) {
         Ok(decoded) => Ok(decoded),
         Err(bijou64::DecodeError::Incomplete { needed }) => Err(PrefixError::Incomplete { needed }),
-        // `Overflow` is the only other failure the bijou64 spec has; the
-        // codec's enum is `#[non_exhaustive]`, and whatever it might add is
-        // a prefix that is not a length, reported the same way.
-        Err(_) => Err(PrefixError::Overflow),
+        Err(bijou64::DecodeError::Overflow) => Err(PrefixError::Overflow),
     }
 }
 

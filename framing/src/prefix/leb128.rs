@@ -62,10 +62,11 @@ fn decode_multi_byte(src: &[u8]) -> Result<(u64, usize), PrefixError> {
         Err(leb128::DecodeError::Overlong { len }) => {
             Err(PrefixError::NonCanonical { prefix_len: len })
         }
-        // `Overflow` (10th byte > 0x01) and `TooLong` (11 bytes or more)
-        // both spell a value past `u64::MAX`; the codec's enum is
-        // `#[non_exhaustive]`, and anything it adds is not a length either.
-        Err(_) => Err(PrefixError::Overflow),
+        // A 10th byte above 0x01 and an 11th byte both spell a value past
+        // `u64::MAX`.
+        Err(leb128::DecodeError::Overflow { .. } | leb128::DecodeError::TooLong) => {
+            Err(PrefixError::Overflow)
+        }
     }
 }
 

@@ -1,0 +1,2 @@
+//! Placeholder; replaced by the messages issue.
+fn main() {}
