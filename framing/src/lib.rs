@@ -42,6 +42,16 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## Messages
+//!
+//! - [`message`]: Subduction-compatible messages: the `SUM\0` sync envelope
+//!   ([`SyncMessage`]) with its signed `STC\0`/`STF\0` payloads, and the
+//!   `SUH\0` handshake ([`HandshakeMessage`]). Decoding is injective,
+//!   bounded and panic-free; encoding never truncates.
+//! - [`MessageCodec`]: [`FrameCodec`] plus typed [`Message`] decode/encode.
+//!   Framing errors end the stream; an undecodable message in a good frame
+//!   is an `Err` item and the stream stays in sync.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -55,6 +65,13 @@ mod error;
 pub mod frame_codec;
 pub mod prefix;
 
+// Messages: Subduction-compatible sync and handshake messages, and the
+// typed codec over FrameCodec.
+pub mod message;
+pub mod message_codec;
+
 pub use builder::Builder;
 pub use error::FrameError;
 pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
+pub use message::{HandshakeMessage, Message, MessageError, SyncMessage};
+pub use message_codec::{MessageCodec, SendError};

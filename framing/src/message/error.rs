@@ -1,0 +1,71 @@
+//! Errors of the message layer. Field-level problems are the codec's
+//! [`ReadError`] (field, absolute offset, need/have), wrapped unchanged.
+
+use bijou_codec::ReadError;
+use bijou_signing::{BlobMismatch, DecodeError, VerifyError};
+
+use super::SedimentreeId;
+
+/// Why a frame does not hold a well-formed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// Truncation, trailing bytes, unsorted arrays, unknown tag or flag
+    /// values: with the field and its absolute offset.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The first four bytes are not a schema this layer knows (or not the
+    /// one the decoder was asked for).
+    #[error("unknown message schema {found:02x?}")]
+    UnknownSchema {
+        /// The bytes found.
+        found: [u8; 4],
+    },
+    /// The sync envelope's `TotalSize` is not the message's length.
+    #[error("TotalSize declares {declared} bytes but the message has {actual}")]
+    TotalSize {
+        /// What `TotalSize` says.
+        declared: u32,
+        /// The message's actual length.
+        actual: usize,
+    },
+    /// A sync tag that Subduction retired (`02`, `03`).
+    #[error("retired sync message tag {tag:#04x} at offset {offset}")]
+    RetiredTag {
+        /// The tag.
+        tag: u8,
+        /// Where it is.
+        offset: usize,
+    },
+    /// An embedded signed payload is malformed. Offsets inside `source`
+    /// are relative to `offset`.
+    #[error("signed payload at offset {offset}: {source}")]
+    Signed {
+        /// Where the signed payload starts.
+        offset: usize,
+        /// What is wrong with it.
+        #[source]
+        source: DecodeError,
+    },
+}
+
+/// Why a signed commit or fragment (with its blob) was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyItemError {
+    /// The signature failed the strict checks.
+    #[error(transparent)]
+    Signature(#[from] VerifyError),
+    /// The signature is good, but it was signed for another document than
+    /// the message carrying it claims: a replay across documents.
+    #[error("payload signed for sedimentree {signed} arrived in a message for {outer}")]
+    ScopeMismatch {
+        /// The enclosing message's tree id.
+        outer: SedimentreeId,
+        /// The tree id in the signed payload.
+        signed: SedimentreeId,
+    },
+    /// The blob does not match the signed size and digest.
+    #[error(transparent)]
+    Blob(#[from] BlobMismatch),
+}

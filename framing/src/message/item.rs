@@ -1,0 +1,98 @@
+//! [`SignedItem`]: a signed commit or fragment with the blob it announces,
+//! as both travel in sync messages, and its verification, which binds the
+//! item to the document it was sent for.
+//!
+//! ```text
+//!   +-------------------------------+------------------+-------------+
+//!   | Signed<T> (schema .. sig)     | BlobLen bijou64  | Blob        |
+//!   +-------------------------------+------------------+-------------+
+//!     self-delimiting (T's fields)                       BlobLen bytes
+//! ```
+//!
+//! Both parts are zero-copy [`Bytes`] slices of the received frame.
+
+use bijou_codec::{Reader, WriteError, Writer};
+use bijou_signing::{Blob, Payload, Signed, Verified, VerifiedBlob};
+use bytes::Bytes;
+
+use super::{
+    fields::{read_blob, write_blob},
+    MessageError, Scoped, SedimentreeId, VerifyItemError,
+};
+
+/// A signed payload and its blob; see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedItem<T> {
+    signed: Signed<T>,
+    blob: Blob,
+}
+
+impl<T> SignedItem<T> {
+    /// Pairs a signed payload with its blob (checked by
+    /// [`SignedItem::verify_in`], not here).
+    #[must_use]
+    pub fn new(signed: Signed<T>, blob: Blob) -> Self {
+        Self { signed, blob }
+    }
+
+    /// The signed payload, unverified.
+    #[must_use]
+    pub fn signed(&self) -> &Signed<T> {
+        &self.signed
+    }
+
+    /// The blob, unverified.
+    #[must_use]
+    pub fn blob(&self) -> &Blob {
+        &self.blob
+    }
+
+    /// Both parts.
+    #[must_use]
+    pub fn into_parts(self) -> (Signed<T>, Blob) {
+        (self.signed, self.blob)
+    }
+
+    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+        w.bytes(self.signed.as_bytes());
+        write_blob(w, self.blob.as_bytes())
+    }
+}
+
+impl<T: Payload> SignedItem<T> {
+    /// Reads one item from `r`, a reader over all of `frame`.
+    pub(crate) fn read(frame: &Bytes, r: &mut Reader<'_>) -> Result<Self, MessageError> {
+        let offset = r.offset();
+        let (signed, used) = Signed::<T>::decode_prefix(frame.slice_ref(r.rest()))
+            .map_err(|source| MessageError::Signed { offset, source })?;
+        r.bytes("signed", used)?;
+        let blob = Blob::new(read_blob(frame, r)?);
+        Ok(Self { signed, blob })
+    }
+}
+
+impl<T: Payload + Scoped + bijou_signing::HasBlobMeta> SignedItem<T> {
+    /// Verifies the signature (strict), then that the signed payload
+    /// belongs to `scope` (the document the enclosing message is for), then
+    /// the blob against the signed size and digest.
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyItemError::Signature`], [`VerifyItemError::ScopeMismatch`]
+    /// or [`VerifyItemError::Blob`], in that order.
+    pub fn verify_in(
+        &self,
+        scope: SedimentreeId,
+    ) -> Result<(Verified<T>, VerifiedBlob), VerifyItemError> {
+        let verified = self.signed.verify_strict()?;
+        let signed = verified.payload().sedimentree_id();
+        if signed != scope {
+            return Err(VerifyItemError::ScopeMismatch {
+                outer: scope,
+                signed,
+            });
+        }
+        let blob = verified.verify_blob(self.blob.clone())?;
+        Ok((verified, blob))
+    }
+}

@@ -1,0 +1,215 @@
+//! [`LooseCommit`]: a signed commit's metadata (schema `STC\0`).
+//!
+//! Wire form inside a [`Signed<LooseCommit>`](bijou_signing::Signed), which
+//! adds the schema, the issuer and the signature around the fields:
+//!
+//! ```text
+//!   0        4             36              68         100          132   133        133+b
+//!   +--------+-------------+---------------+----------+------------+-----+----------+-----------+-----------+
+//!   | "STC\0"| IssuerVK 32 | SedimentreeId | Head 32  | BlobDigest | N   | BlobSize | Parents   | Signature |
+//!   |        |             | 32            |          | 32         | u8  | bijou64  | N x 32    | 64        |
+//!   +--------+-------------+---------------+----------+------------+-----+----------+-----------+-----------+
+//!                          \_______________________ fields (this type) ____________/
+//! ```
+//!
+//! Parents are strictly ascending (sorted, no duplicates): the constructor
+//! sorts and deduplicates, the decoder rejects anything else, so each
+//! commit has exactly one encoding. More than 255 parents cannot be encoded
+//! (an error, never a truncated count).
+//!
+//! ```
+//! use bijou_framing::message::{CommitId, LooseCommit, SedimentreeId};
+//! use bijou_signing::{Blob, Signed};
+//! use bijou_signing::ed25519_dalek::SigningKey;
+//!
+//! let blob = Blob::from_static(b"change");
+//! let commit = LooseCommit::new(
+//!     SedimentreeId::new([1; 32]),
+//!     CommitId::new([2; 32]),
+//!     [CommitId::new([9; 32]), CommitId::new([3; 32]), CommitId::new([9; 32])],
+//!     blob.meta(),
+//! );
+//! assert_eq!(commit.parents(), &[CommitId::new([3; 32]), CommitId::new([9; 32])]);
+//!
+//! let key = SigningKey::from_bytes(&[5; 32]);
+//! let signed = Signed::seal(&key, &commit)?;
+//! assert_eq!(&signed.as_bytes()[..4], b"STC\0");
+//! let verified = Signed::<LooseCommit>::decode(signed.to_bytes())?.verify_strict()?;
+//! assert_eq!(verified.payload(), &commit);
+//! assert!(verified.verify_blob(blob).is_ok());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use bijou_codec::{ReadError, Reader, WriteError, Writer};
+use bijou_signing::{BlobMeta, Digest, HasBlobMeta, Payload};
+
+use super::{fields::sorted_unique, CommitId, Scoped, SedimentreeId};
+
+/// A commit: which document, which head, its parents, and the blob that
+/// holds the change; see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LooseCommit {
+    sedimentree_id: SedimentreeId,
+    head: CommitId,
+    parents: Vec<CommitId>,
+    blob_meta: BlobMeta,
+}
+
+impl LooseCommit {
+    /// A commit; `parents` are sorted and deduplicated.
+    #[must_use]
+    pub fn new(
+        sedimentree_id: SedimentreeId,
+        head: CommitId,
+        parents: impl IntoIterator<Item = CommitId>,
+        blob_meta: BlobMeta,
+    ) -> Self {
+        Self {
+            sedimentree_id,
+            head,
+            parents: sorted_unique(parents),
+            blob_meta,
+        }
+    }
+
+    /// The document this commit belongs to (signed, so bound to it).
+    #[must_use]
+    pub const fn sedimentree_id(&self) -> SedimentreeId {
+        self.sedimentree_id
+    }
+
+    /// The commit's own id.
+    #[must_use]
+    pub const fn head(&self) -> CommitId {
+        self.head
+    }
+
+    /// The parents, strictly ascending.
+    #[must_use]
+    pub fn parents(&self) -> &[CommitId] {
+        &self.parents
+    }
+
+    /// Digest and size of the blob holding the change.
+    #[must_use]
+    pub const fn blob_meta(&self) -> BlobMeta {
+        self.blob_meta
+    }
+}
+
+impl HasBlobMeta for LooseCommit {
+    fn blob_meta(&self) -> BlobMeta {
+        self.blob_meta
+    }
+}
+
+impl Scoped for LooseCommit {
+    fn sedimentree_id(&self) -> SedimentreeId {
+        self.sedimentree_id
+    }
+}
+
+impl Payload for LooseCommit {
+    const SCHEMA: [u8; 4] = *b"STC\0";
+
+    fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+        w.bytes(self.sedimentree_id.as_bytes());
+        w.bytes(self.head.as_bytes());
+        w.bytes(self.blob_meta.digest().as_bytes());
+        w.count_u8("parents", self.parents.len())?;
+        w.bijou64(self.blob_meta.size());
+        self.parents.iter().for_each(|p| w.bytes(p.as_bytes()));
+        Ok(())
+    }
+
+    fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let sedimentree_id = SedimentreeId::new(r.array("sedimentree_id")?);
+        let head = CommitId::new(r.array("head")?);
+        let digest = r.array("blob_digest")?;
+        let count = r.u8("parent_count")?;
+        let size = r.bijou64("blob_size")?;
+        let parents = r.ascending_arrays::<32>("parents", count.into())?;
+        Ok(Self {
+            sedimentree_id,
+            head,
+            parents: parents.into_iter().map(CommitId::new).collect(),
+            blob_meta: BlobMeta::new(Digest::from_bytes(digest), size),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(parents: usize) -> LooseCommit {
+        LooseCommit::new(
+            SedimentreeId::new([1; 32]),
+            CommitId::new([2; 32]),
+            (0..parents).map(|i| {
+                let mut id = [0u8; 32];
+                id[..8].copy_from_slice(&(i as u64).to_be_bytes());
+                CommitId::new(id)
+            }),
+            BlobMeta::new(Digest::from_bytes([3; 32]), 300),
+        )
+    }
+
+    fn fields(c: &LooseCommit) -> Result<Vec<u8>, WriteError> {
+        let mut out = Vec::new();
+        c.encode_fields(&mut Writer::new(&mut out))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn layout_matches_the_table() {
+        let bytes = fields(&commit(2)).unwrap();
+        assert_eq!(bytes.len(), 32 * 3 + 1 + 2 + 2 * 32);
+        assert_eq!(bytes[96], 2);
+        assert_eq!(&bytes[97..99], &[0xF8, 0x34]); // bijou64(300)
+        let mut r = Reader::new(&bytes);
+        assert_eq!(LooseCommit::decode_fields(&mut r).unwrap(), commit(2));
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn too_many_parents_is_an_encode_error_not_a_truncation() {
+        assert_eq!(
+            fields(&commit(256)),
+            Err(WriteError::CountTooLarge {
+                field: "parents",
+                len: 256,
+                max: 255
+            })
+        );
+        assert!(fields(&commit(255)).is_ok());
+    }
+
+    #[test]
+    fn unsorted_or_duplicate_parents_are_rejected() {
+        let mut bytes = fields(&commit(2)).unwrap();
+        let second = bytes[99 + 32..].to_vec();
+        let first = bytes[99..99 + 32].to_vec();
+        bytes.truncate(99);
+        bytes.extend_from_slice(&second);
+        bytes.extend_from_slice(&first);
+        let err = LooseCommit::decode_fields(&mut Reader::new(&bytes)).unwrap_err();
+        assert!(matches!(
+            err,
+            ReadError::NotAscending {
+                field: "parents",
+                index: 1,
+                ..
+            }
+        ));
+
+        let mut dup = fields(&commit(1)).unwrap();
+        dup[96] = 2;
+        let parent = dup[99..].to_vec();
+        dup.extend_from_slice(&parent);
+        assert!(matches!(
+            LooseCommit::decode_fields(&mut Reader::new(&dup)),
+            Err(ReadError::NotAscending { .. })
+        ));
+    }
+}

@@ -1,0 +1,104 @@
+//! [`RemoteHeads`]: a peer's current heads for a document, with a counter
+//! that orders its updates.
+//!
+//! ```text
+//!   +-------------+-----------+----------------------------+
+//!   | Counter u64 | Count u32 | Heads: Count x CommitId 32 |
+//!   +-------------+-----------+----------------------------+
+//!      8 bytes      4 bytes      strictly ascending
+//! ```
+//!
+//! ```
+//! use bijou_codec::Codec;
+//! use bijou_framing::message::{CommitId, RemoteHeads};
+//!
+//! let heads = RemoteHeads::new(7, [CommitId::new([2; 32]), CommitId::new([1; 32])]);
+//! let wire = heads.to_bytes()?;
+//! assert_eq!(wire.len(), 8 + 4 + 64);
+//! assert_eq!(&wire[..12], &[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2]);
+//! assert_eq!(RemoteHeads::from_bytes(&wire), Ok(heads));
+//! # Ok::<(), bijou_codec::WriteError>(())
+//! ```
+
+use bijou_codec::{Codec, ReadError, Reader, WriteError, Writer};
+
+use super::{
+    fields::{read_ids, sorted_unique},
+    CommitId,
+};
+
+/// A peer's heads for one document; see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct RemoteHeads {
+    counter: u64,
+    heads: Vec<CommitId>,
+}
+
+impl RemoteHeads {
+    /// Heads at `counter`; `heads` are sorted and deduplicated.
+    #[must_use]
+    pub fn new(counter: u64, heads: impl IntoIterator<Item = CommitId>) -> Self {
+        Self {
+            counter,
+            heads: sorted_unique(heads),
+        }
+    }
+
+    /// The sender's counter: a receiver ignores updates not above the last.
+    #[must_use]
+    pub const fn counter(&self) -> u64 {
+        self.counter
+    }
+
+    /// The heads, strictly ascending.
+    #[must_use]
+    pub fn heads(&self) -> &[CommitId] {
+        &self.heads
+    }
+}
+
+impl<'a> Codec<'a> for RemoteHeads {
+    fn write_to(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+        w.u64(self.counter);
+        w.count_u32("heads", self.heads.len())?;
+        self.heads.iter().for_each(|h| w.bytes(h.as_bytes()));
+        Ok(())
+    }
+
+    fn read_from(r: &mut Reader<'a>) -> Result<Self, ReadError> {
+        let counter = r.u64("heads_counter")?;
+        let count = r.u32("heads_count")?;
+        let heads = read_ids(r, "heads", count.into())?;
+        Ok(Self { counter, heads })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_beyond_the_input_is_refused_before_allocating() {
+        let mut wire = vec![0u8; 8];
+        wire.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            RemoteHeads::from_bytes(&wire),
+            Err(ReadError::Truncated { field: "heads", .. })
+        ));
+    }
+
+    #[test]
+    fn duplicate_heads_are_rejected() {
+        let mut wire = vec![0u8; 8];
+        wire.extend_from_slice(&2u32.to_be_bytes());
+        wire.extend_from_slice(&[5; 64]);
+        assert!(matches!(
+            RemoteHeads::from_bytes(&wire),
+            Err(ReadError::NotAscending {
+                field: "heads",
+                index: 1,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,122 @@
+//! [`SyncDiff`]: what a responder sends back for a batch sync request (the
+//! `Ok` result of a [`BatchSyncResponse`](super::BatchSyncResponse)).
+//!
+//! ```text
+//!   +-----------+-----------+-----------+-----------+
+//!   | C u16     | F u16     | RC u16    | RF u16    |   four counts
+//!   +-----------+-----------+-----------+-----------+
+//!   | C  x (Signed<LooseCommit> · BlobLen bijou64 · Blob)   |
+//!   | F  x (Signed<Fragment>    · BlobLen bijou64 · Blob)   |
+//!   | RC x Fingerprint 8 (requested commits, ascending)     |
+//!   | RF x Fingerprint 8 (requested fragments, ascending)   |
+//!   +-------------------------------------------------------+
+//! ```
+//!
+//! The signed items keep their order (each is one exact byte string); the
+//! fingerprint lists are sets and travel strictly ascending.
+
+use bijou_codec::{Reader, WriteError, Writer};
+use bytes::Bytes;
+
+use super::{
+    fields::{read_fingerprints, sorted_unique, write_fingerprints},
+    Fingerprint, Fragment, LooseCommit, MessageError, SignedItem,
+};
+
+/// Smallest `Signed<LooseCommit>` plus a one-byte blob length.
+const MIN_COMMIT_ITEM: usize = 4 + 32 + 32 * 3 + 1 + 1 + 64 + 1;
+/// Smallest `Signed<Fragment>` plus a one-byte blob length.
+const MIN_FRAGMENT_ITEM: usize = 4 + 32 + 32 * 3 + 1 + 2 + 1 + 64 + 1;
+
+/// Commits and fragments the requester lacks, and fingerprints of what the
+/// responder wants in return; see the [module docs](self).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SyncDiff {
+    commits: Vec<SignedItem<LooseCommit>>,
+    fragments: Vec<SignedItem<Fragment>>,
+    requested_commits: Vec<Fingerprint>,
+    requested_fragments: Vec<Fingerprint>,
+}
+
+impl SyncDiff {
+    /// A diff; the fingerprint lists are sorted and deduplicated.
+    #[must_use]
+    pub fn new(
+        commits: Vec<SignedItem<LooseCommit>>,
+        fragments: Vec<SignedItem<Fragment>>,
+        requested_commits: impl IntoIterator<Item = Fingerprint>,
+        requested_fragments: impl IntoIterator<Item = Fingerprint>,
+    ) -> Self {
+        Self {
+            commits,
+            fragments,
+            requested_commits: sorted_unique(requested_commits),
+            requested_fragments: sorted_unique(requested_fragments),
+        }
+    }
+
+    /// Commits the requester is missing, with their blobs.
+    #[must_use]
+    pub fn commits(&self) -> &[SignedItem<LooseCommit>] {
+        &self.commits
+    }
+
+    /// Fragments the requester is missing, with their blobs.
+    #[must_use]
+    pub fn fragments(&self) -> &[SignedItem<Fragment>] {
+        &self.fragments
+    }
+
+    /// Fingerprints of commits the responder asks for, ascending.
+    #[must_use]
+    pub fn requested_commits(&self) -> &[Fingerprint] {
+        &self.requested_commits
+    }
+
+    /// Fingerprints of fragments the responder asks for, ascending.
+    #[must_use]
+    pub fn requested_fragments(&self) -> &[Fingerprint] {
+        &self.requested_fragments
+    }
+
+    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+        w.count_u16("commits", self.commits.len())?;
+        w.count_u16("fragments", self.fragments.len())?;
+        w.count_u16("requested_commits", self.requested_commits.len())?;
+        w.count_u16("requested_fragments", self.requested_fragments.len())?;
+        self.commits.iter().try_for_each(|c| c.write(w))?;
+        self.fragments.iter().try_for_each(|f| f.write(w))?;
+        write_fingerprints(w, &self.requested_commits);
+        write_fingerprints(w, &self.requested_fragments);
+        Ok(())
+    }
+
+    pub(crate) fn read(frame: &Bytes, r: &mut Reader<'_>) -> Result<Self, MessageError> {
+        let commit_count = r.u16("commit_count")?;
+        let fragment_count = r.u16("fragment_count")?;
+        let requested_commit_count = r.u16("requested_commit_count")?;
+        let requested_fragment_count = r.u16("requested_fragment_count")?;
+        // Each item needs at least its minimum size: bound the capacity by
+        // what the remaining bytes could hold.
+        let mut commits =
+            Vec::with_capacity(usize::from(commit_count).min(r.remaining() / MIN_COMMIT_ITEM));
+        for _ in 0..commit_count {
+            commits.push(SignedItem::read(frame, r)?);
+        }
+        let mut fragments =
+            Vec::with_capacity(usize::from(fragment_count).min(r.remaining() / MIN_FRAGMENT_ITEM));
+        for _ in 0..fragment_count {
+            fragments.push(SignedItem::read(frame, r)?);
+        }
+        let requested_commits =
+            read_fingerprints(r, "requested_commits", requested_commit_count.into())?;
+        let requested_fragments =
+            read_fingerprints(r, "requested_fragments", requested_fragment_count.into())?;
+        Ok(Self {
+            commits,
+            fragments,
+            requested_commits,
+            requested_fragments,
+        })
+    }
+}
