@@ -1,2 +1,148 @@
-//! Placeholder; replaced by the messages issue.
-fn main() {}
+//! The message pipeline against its physical limit: a LooseCommit sync
+//! message (2 parents, 1 head) with a 1 KiB and a 64 KiB blob, received
+//! through `MessageCodec` (bijou64 prefix), next to the bare cryptography
+//! on the same bytes.
+//!
+//! Groups, per blob size (`1KiB`, `64KiB`):
+//!
+//! - `messages_decode/<size>`: `MessageCodec::decode` of one frame to a
+//!   typed `Message` (no verification). Throughput is one element, so
+//!   criterion prints messages/s.
+//! - `messages_verify/<size>`:
+//!   - `pipeline`: `MessageCodec::decode` + `BlobMessage::verify` (strict
+//!     signature, scope binding, blob size and BLAKE3 digest);
+//!   - `bare_crypto`: on the same frame's bytes at known offsets,
+//!     `VerifyingKey::from_bytes` + `verify_strict` + `blake3::hash` of the
+//!     blob: the floor any receiver pays.
+//!
+//! Each iteration gets its own copy of the frame (made outside the timed
+//! region), as a decoder consumes its input. Keys and payloads are fixed.
+//! Ratios: divide the medians in
+//! `target/criterion/<group>/<function>/<size>/new/estimates.json`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use bijou_frame::framing::message::{
+    BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
+    SyncMessage,
+};
+use bijou_frame::framing::MessageCodec;
+use bijou_frame::signing::{Blob, Signed};
+use bytes::BytesMut;
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+use tokio_util::codec::{Decoder, Encoder};
+
+struct Fixture {
+    frame: BytesMut,
+    /// Offsets into `frame`: the signed message, the signature, the blob.
+    signed: std::ops::Range<usize>,
+    blob: std::ops::Range<usize>,
+}
+
+fn fixture(blob_len: usize) -> Fixture {
+    let key = SigningKey::from_bytes(&[0x42; 32]);
+    let tree = SedimentreeId::new([0x11; 32]);
+    let blob: Vec<u8> = (0..blob_len).map(|i| (i * 31 % 251) as u8).collect();
+    let commit = LooseCommit::new(
+        tree,
+        CommitId::new([0x22; 32]),
+        [CommitId::new([0x33; 32]), CommitId::new([0x44; 32])],
+        Blob::from(blob.clone()).meta(),
+    );
+    let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
+        id: tree,
+        sender_heads: RemoteHeads::new(1, [CommitId::new([0x22; 32])]),
+        item: SignedItem::new(Signed::seal(&key, &commit).unwrap(), Blob::from(blob)),
+    }));
+    let mut frame = BytesMut::new();
+    MessageCodec::new().encode(&msg, &mut frame).unwrap();
+    // prefix + header 9 + tree 32 + heads (8 + 4 + 32)
+    let prefix = frame.len() - msg.encode().unwrap().len();
+    let signed_start = prefix + 9 + 32 + 12 + 32;
+    let signed_len = 4 + 32 + 32 * 3 + 1 + bijou_len(blob_len) + 2 * 32 + 64;
+    let blob_start = frame.len() - blob_len;
+    Fixture {
+        frame,
+        signed: signed_start..signed_start + signed_len,
+        blob: blob_start..blob_start + blob_len,
+    }
+}
+
+fn bijou_len(v: usize) -> usize {
+    let mut out = Vec::new();
+    bijou_frame::codec::bijou64::encode_to_vec(v as u64, &mut out);
+    out.len()
+}
+
+fn pipeline(codec: &mut MessageCodec, mut frame: BytesMut) -> bool {
+    let Some(Ok(Message::Sync(SyncMessage::LooseCommit(m)))) = codec.decode(&mut frame).unwrap()
+    else {
+        return false;
+    };
+    m.verify().is_ok()
+}
+
+fn bare_crypto(
+    frame: &[u8],
+    signed: &std::ops::Range<usize>,
+    blob: &std::ops::Range<usize>,
+) -> bool {
+    let bytes = &frame[signed.clone()];
+    let (message, sig) = bytes.split_at(bytes.len() - 64);
+    let issuer: &[u8; 32] = message[4..36].try_into().unwrap();
+    let Ok(key) = VerifyingKey::from_bytes(issuer) else {
+        return false;
+    };
+    let sig = Signature::from_bytes(sig.try_into().unwrap());
+    let ok = key.verify_strict(message, &sig).is_ok();
+    let digest = blake3::hash(&frame[blob.clone()]);
+    ok && digest.as_bytes()[..] == message[100..132]
+}
+
+fn benches(c: &mut Criterion) {
+    for (name, len) in [("1KiB", 1024), ("64KiB", 64 * 1024)] {
+        let fx = fixture(len);
+        assert!(pipeline(&mut MessageCodec::new(), fx.frame.clone()));
+        assert!(bare_crypto(&fx.frame, &fx.signed, &fx.blob));
+
+        let mut group = c.benchmark_group("messages_decode");
+        group.throughput(Throughput::Elements(1));
+        let mut codec = MessageCodec::new();
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter_batched(
+                || fx.frame.clone(),
+                |mut frame| black_box(codec.decode(&mut frame).unwrap()),
+                BatchSize::SmallInput,
+            )
+        });
+        group.finish();
+
+        let mut group = c.benchmark_group("messages_verify");
+        group.bench_function(BenchmarkId::new("pipeline", name), |b| {
+            b.iter_batched(
+                || fx.frame.clone(),
+                |frame| black_box(pipeline(&mut codec, frame)),
+                BatchSize::SmallInput,
+            )
+        });
+        group.bench_function(BenchmarkId::new("bare_crypto", name), |b| {
+            b.iter_batched(
+                || fx.frame.clone(),
+                |frame| black_box(bare_crypto(&frame, &fx.signed, &fx.blob)),
+                BatchSize::SmallInput,
+            )
+        });
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = message_benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = benches
+}
+criterion_main!(message_benches);
