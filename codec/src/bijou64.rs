@@ -434,29 +434,25 @@ pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
 ///
 /// Internal iteration (`fold`, `for_each`, and what builds on them) is the
 /// fast path: it keeps the cursor in registers. The iterator also adapts to
-/// its input. Single-byte values take a bookkeeping-free shortcut. For
-/// longer values, where lengths follow a pattern (runs of one tier, or a
-/// repeating cycle) it decodes through a `match` whose arms advance by
-/// constants, so the CPU predicts the arm and starts on the next value
-/// before this one's tag is even loaded; where the tier changes on most
-/// values it switches to a branch-free decoder that costs the same whatever
-/// the tier. It re-decides every [`DecodeIter::WINDOW`] multi-byte values
-/// from how often the tier changed.
+/// its input, a block of [`DecodeIter::BLOCK`] values at a time:
+///
+/// - where lengths follow a pattern (runs of one tier, or a repeating
+///   cycle) it decodes through a `match` whose arms advance by constants,
+///   so the CPU predicts the arm and starts on the next value before this
+///   one's tag is even loaded;
+/// - where the tier changes on most values, such branches would mispredict
+///   on most values, so it uses the branch-free decoder, whose cost does not
+///   depend on the tier.
+///
+/// Before each block it looks at the tags of the next
+/// [`DecodeIter::SAMPLE`] values and picks the branch-free decoder if the
+/// tier changed between most of them.
 #[derive(Debug, Clone)]
 #[must_use = "iterators are lazy"]
 pub struct DecodeIter<'a> {
     buf: &'a [u8],
     pos: usize,
-    adapt: Adapt,
-}
-
-/// The iterator's choice between branchy and branch-free decoding.
-#[derive(Debug, Clone, Copy)]
-struct Adapt {
-    previous_tier: usize,
-    /// Tier changes seen in the current window.
-    changes: u32,
-    /// Multi-byte values left in the current window.
+    /// Values left in the current block.
     countdown: u32,
     branch_free: bool,
 }
@@ -471,86 +467,69 @@ enum Step {
     Overflow,
 }
 
-impl Adapt {
-    const NEW: Self = Self {
-        previous_tier: 0,
-        changes: 0,
-        countdown: DecodeIter::WINDOW,
-        branch_free: false,
+/// Whether the tier changes between most of the next [`DecodeIter::SAMPLE`]
+/// values at `pos` (following their tags only; the payloads are not read).
+#[cold]
+fn tiers_look_random(buf: &[u8], mut pos: usize) -> bool {
+    let mut changes = 0u32;
+    let mut previous = None;
+    for _ in 0..DecodeIter::SAMPLE {
+        let Some(&tag) = buf.get(pos) else { break };
+        let len = len_from_first_byte(tag);
+        changes += u32::from(previous.is_some_and(|p| p != len));
+        previous = Some(len);
+        pos += len;
+    }
+    changes * 2 > DecodeIter::SAMPLE
+}
+
+/// Decodes the value at `pos` when at least [`MAX_LEN`] bytes remain.
+#[inline(always)]
+fn step(buf: &[u8], pos: usize, branch_free: bool) -> Step {
+    let Some(&[tag, a, b, c, d, e, f, g, h]) =
+        pos.checked_add(MAX_LEN).and_then(|end| buf.get(pos..end))
+    else {
+        return Step::NearEnd;
     };
-
-    #[inline(always)]
-    fn record(&mut self, tier: usize) {
-        self.changes += u32::from(tier != self.previous_tier);
-        self.previous_tier = tier;
-        self.countdown -= 1;
-        if self.countdown == 0 {
-            *self = Self::next_window(self.changes, tier);
-        }
+    if tag < FIRST_MULTI_BYTE_TAG {
+        return Step::Value(u64::from(tag), 1);
     }
-
-    /// Starts a new window. Out of line and cold, so the per-value cost of
-    /// adapting stays at a compare, an add and a decrement.
-    #[cold]
-    #[inline(never)]
-    fn next_window(changes: u32, previous_tier: usize) -> Self {
-        Self {
-            previous_tier,
-            changes: 0,
-            countdown: DecodeIter::WINDOW,
-            branch_free: changes > DecodeIter::BRANCH_FREE_ABOVE,
-        }
-    }
-
-    /// Decodes the value at `pos` when at least [`MAX_LEN`] bytes remain.
-    #[inline(always)]
-    fn step(&mut self, buf: &[u8], pos: usize) -> Step {
-        let Some(&[tag, a, b, c, d, e, f, g, h]) =
-            pos.checked_add(MAX_LEN).and_then(|end| buf.get(pos..end))
-        else {
-            return Step::NearEnd;
+    let window = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
+    if branch_free {
+        return match finish_decode(tag, window) {
+            Ok((value, len)) => Step::Value(value, len),
+            Err(_) => Step::Overflow,
         };
-        if tag < FIRST_MULTI_BYTE_TAG {
-            return Step::Value(u64::from(tag), 1);
-        }
-        let window = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
-        let (value, tier) = if self.branch_free {
-            match finish_decode(tag, window) {
-                Ok((value, len)) => (value, len - 1),
-                Err(_) => return Step::Overflow,
-            }
-        } else {
-            // Constant-stride arms: see "Speed" on `DecodeIter`.
-            match tag {
-                0xF8 => (OFFSETS[1] + (window >> 56), 1),
-                0xF9 => (OFFSETS[2] + (window >> 48), 2),
-                0xFA => (OFFSETS[3] + (window >> 40), 3),
-                0xFB => (OFFSETS[4] + (window >> 32), 4),
-                0xFC => (OFFSETS[5] + (window >> 24), 5),
-                0xFD => (OFFSETS[6] + (window >> 16), 6),
-                0xFE => (OFFSETS[7] + (window >> 8), 7),
-                _ => match OFFSETS[8].checked_add(window) {
-                    Some(value) => (value, 8),
-                    None => return Step::Overflow,
-                },
-            }
-        };
-        self.record(tier);
-        Step::Value(value, tier + 1)
     }
+    // Constant-stride arms: see "Speed" on `DecodeIter`.
+    let (value, len) = match tag {
+        0xF8 => (OFFSETS[1] + (window >> 56), 2),
+        0xF9 => (OFFSETS[2] + (window >> 48), 3),
+        0xFA => (OFFSETS[3] + (window >> 40), 4),
+        0xFB => (OFFSETS[4] + (window >> 32), 5),
+        0xFC => (OFFSETS[5] + (window >> 24), 6),
+        0xFD => (OFFSETS[6] + (window >> 16), 7),
+        0xFE => (OFFSETS[7] + (window >> 8), 8),
+        _ => match OFFSETS[8].checked_add(window) {
+            Some(value) => (value, 9),
+            None => return Step::Overflow,
+        },
+    };
+    Step::Value(value, len)
 }
 
 impl<'a> DecodeIter<'a> {
-    /// Multi-byte values per adaptation window.
-    pub const WINDOW: u32 = 64;
-    /// Tier changes per window above which decoding goes branch-free.
-    const BRANCH_FREE_ABOVE: u32 = Self::WINDOW * 5 / 8;
+    /// Values decoded between two choices of decoder.
+    pub const BLOCK: u32 = 256;
+    /// Values whose tags are sampled to make the choice.
+    pub const SAMPLE: u32 = 8;
 
     fn new(buf: &'a [u8]) -> Self {
         Self {
             buf,
             pos: 0,
-            adapt: Adapt::NEW,
+            countdown: 0,
+            branch_free: false,
         }
     }
 
@@ -588,7 +567,12 @@ impl Iterator for DecodeIter<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        match self.adapt.step(self.buf, self.pos) {
+        if self.countdown == 0 {
+            self.branch_free = tiers_look_random(self.buf, self.pos);
+            self.countdown = Self::BLOCK;
+        }
+        self.countdown -= 1;
+        match step(self.buf, self.pos, self.branch_free) {
             Step::Value(value, used) => {
                 self.pos += used;
                 Some(Ok(value))
@@ -603,17 +587,30 @@ impl Iterator for DecodeIter<'_> {
     where
         F: FnMut(B, Self::Item) -> B,
     {
-        // The same steps as `next`, with the cursor in locals.
-        let (buf, mut pos, mut adapt) = (self.buf, self.pos, self.adapt);
+        // The same steps as `next`, with the cursor in a local.
+        let buf = self.buf;
+        let mut pos = self.pos;
         let mut acc = init;
-        loop {
-            match adapt.step(buf, pos) {
-                Step::Value(value, used) => {
-                    pos += used;
-                    acc = f(acc, Ok(value));
+        // One loop per decoder, so neither tests the choice per value.
+        macro_rules! block {
+            ($branch_free:expr, $done:lifetime) => {
+                for _ in 0..Self::BLOCK {
+                    match step(buf, pos, $branch_free) {
+                        Step::Value(value, used) => {
+                            pos += used;
+                            acc = f(acc, Ok(value));
+                        }
+                        Step::NearEnd => break $done,
+                        Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
+                    }
                 }
-                Step::NearEnd => break,
-                Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
+            };
+        }
+        'blocks: loop {
+            if tiers_look_random(buf, pos) {
+                block!(true, 'blocks);
+            } else {
+                block!(false, 'blocks);
             }
         }
         self.pos = pos;
@@ -672,6 +669,84 @@ mod tests {
             assert_eq!(decode(&bytes[..len]), Ok((value, len)));
             assert_eq!(decode(&padded), Ok((value, len)));
         }
+    }
+
+    /// Streams that select each decoder: tier runs (branchy) and a tier
+    /// that changes on every value (branch-free), each with a tier-8
+    /// overflow in the middle and a short tail.
+    #[test]
+    fn next_and_fold_agree_with_decode_for_both_decoders() {
+        let runs: alloc::vec::Vec<u64> = (0..2000u64)
+            .map(|i| OFFSETS[(i / 300) as usize % 9] + i)
+            .collect();
+        let changing: alloc::vec::Vec<u64> = (0..2000u64)
+            .map(|i| OFFSETS[(i * 5) as usize % 9] + i)
+            .collect();
+        assert!(!tiers_look_random(&encode_all(&runs), 0));
+        assert!(tiers_look_random(&encode_all(&changing), 0));
+        for values in [runs, changing] {
+            let mut bytes = encode_all(&values);
+            let expected = reference_decode(&bytes);
+            assert_eq!(expected.len(), values.len());
+            assert_eq!(collect_next(&bytes), expected);
+            assert_eq!(collect_fold(&bytes), expected);
+
+            // Poison the stream at a value boundary halfway through.
+            let cut = encode_all(&values[..values.len() / 2]).len();
+            let mut poisoned = bytes[..cut].to_vec();
+            let before = reference_decode(&poisoned);
+            assert_eq!(before.len(), values.len() / 2);
+            poisoned.extend_from_slice(&[0xFF; 9]);
+            poisoned.extend_from_slice(&bytes[cut..]);
+            let mut expected = before;
+            expected.push(Err(DecodeError::Overflow));
+            assert_eq!(collect_next(&poisoned), expected);
+            assert_eq!(collect_fold(&poisoned), expected);
+            bytes.truncate(bytes.len() - 1);
+            assert_eq!(collect_fold(&bytes), collect_next(&bytes));
+        }
+    }
+
+    fn encode_all(values: &[u64]) -> alloc::vec::Vec<u8> {
+        let mut out = alloc::vec::Vec::new();
+        for &v in values {
+            encode_to_vec(v, &mut out);
+        }
+        out
+    }
+
+    fn reference_decode(mut bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
+        let mut out = alloc::vec::Vec::new();
+        while !bytes.is_empty() {
+            match decode(bytes) {
+                Ok((v, n)) => {
+                    out.push(Ok(v));
+                    bytes = &bytes[n..];
+                }
+                Err(e) => {
+                    out.push(Err(e));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    fn collect_next(bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
+        let mut out = alloc::vec::Vec::new();
+        let mut iter = decode_iter(bytes);
+        while let Some(item) = iter.next() {
+            out.push(item);
+        }
+        assert_eq!(iter.next(), None, "fused");
+        out
+    }
+
+    fn collect_fold(bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
+        decode_iter(bytes).fold(alloc::vec::Vec::new(), |mut out, item| {
+            out.push(item);
+            out
+        })
     }
 
     #[test]
