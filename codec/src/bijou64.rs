@@ -735,7 +735,7 @@ mod tests {
     fn collect_next(bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
         let mut out = alloc::vec::Vec::new();
         let mut iter = decode_iter(bytes);
-        while let Some(item) = iter.next() {
+        for item in iter.by_ref() {
             out.push(item);
         }
         assert_eq!(iter.next(), None, "fused");
