@@ -47,21 +47,10 @@ fn any_message() -> impl Strategy<Value = Vec<u8>> {
 /// included). Messages without signed items "verify" trivially.
 fn verifies(msg: &Message) -> bool {
     match msg {
-        Message::Sync(SyncMessage::LooseCommit(m)) => m.verify().is_ok(),
-        Message::Sync(SyncMessage::Fragment(m)) => m.verify().is_ok(),
-        Message::Sync(SyncMessage::BatchSyncResponse(resp)) => match &resp.result {
-            SyncResult::Ok(diff) => {
-                diff.commits().iter().all(|i| i.verify_in(resp.id).is_ok())
-                    && diff
-                        .fragments()
-                        .iter()
-                        .all(|i| i.verify_in(resp.id).is_ok())
-            }
-            _ => true,
-        },
+        Message::Sync(sync) => sync.verify().is_ok(),
         Message::Handshake(HandshakeMessage::Challenge(s)) => s.verify_strict().is_ok(),
         Message::Handshake(HandshakeMessage::Response(s)) => s.verify_strict().is_ok(),
-        _ => true,
+        Message::Handshake(_) => true,
     }
 }
 
@@ -472,11 +461,35 @@ fn strict_scope_a_commit_signed_for_another_tree_is_rejected_when_verified() {
         }
     );
     assert!(m.verify().is_ok());
-    // Same for items inside a sync diff.
     assert!(matches!(
-        m.item.verify_in(other),
+        replayed.verify(),
         Err(VerifyItemError::ScopeMismatch { .. })
     ));
+    // Same for items inside a sync diff: a response for `other` carrying a
+    // commit signed for `m.id`.
+    let diff = SyncDiff::new(vec![m.item.clone()], vec![], [], []);
+    let resp = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+        requestor: peer_of(1),
+        nonce: 0,
+        id: other,
+        result: SyncResult::Ok(diff.clone()),
+        responder_heads: RemoteHeads::default(),
+    });
+    let Ok(Message::Sync(got)) = decode(&resp.encode().unwrap()) else {
+        panic!()
+    };
+    assert!(matches!(
+        got.verify(),
+        Err(VerifyItemError::ScopeMismatch { .. })
+    ));
+    let honest = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+        requestor: peer_of(1),
+        nonce: 0,
+        id: m.id,
+        result: SyncResult::Ok(diff),
+        responder_heads: RemoteHeads::default(),
+    });
+    assert_eq!(honest.verify().unwrap().len(), 1);
 }
 
 #[test]

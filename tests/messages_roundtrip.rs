@@ -81,7 +81,17 @@ proptest! {
     #[test]
     fn verified_sync_items_match_what_was_sealed(msg in sync_message()) {
         let wire = Bytes::from(msg.encode().unwrap());
-        match SyncMessage::decode(wire).unwrap() {
+        let decoded = SyncMessage::decode(wire).unwrap();
+        let expected = match &decoded {
+            SyncMessage::LooseCommit(_) | SyncMessage::Fragment(_) => 1,
+            SyncMessage::BatchSyncResponse(r) => match &r.result {
+                SyncResult::Ok(d) => d.commits().len() + d.fragments().len(),
+                _ => 0,
+            },
+            _ => 0,
+        };
+        prop_assert_eq!(decoded.verify().unwrap().len(), expected);
+        match decoded {
             SyncMessage::LooseCommit(m) => {
                 let (verified, blob) = m.verify().unwrap();
                 prop_assert_eq!(verified.payload().sedimentree_id(), m.id);

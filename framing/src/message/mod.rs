@@ -50,7 +50,8 @@ pub use item::SignedItem;
 pub use loose_commit::LooseCommit;
 pub use remote_heads::RemoteHeads;
 pub use sync::{
-    BatchSyncRequest, BatchSyncResponse, BlobMessage, SyncMessage, SyncResult, SYNC_SCHEMA,
+    BatchSyncRequest, BatchSyncResponse, BlobMessage, SyncMessage, SyncResult, VerifiedItem,
+    SYNC_SCHEMA,
 };
 pub use sync_diff::SyncDiff;
 

@@ -193,6 +193,16 @@ pub struct BatchSyncResponse {
     pub responder_heads: RemoteHeads,
 }
 
+/// A signed commit or fragment that passed [`SyncMessage::verify`]: the
+/// verified payload and the blob checked against it.
+#[derive(Debug, Clone)]
+pub enum VerifiedItem {
+    /// A commit and its blob.
+    Commit(Verified<LooseCommit>, VerifiedBlob),
+    /// A fragment and its blob.
+    Fragment(Verified<Fragment>, VerifiedBlob),
+}
+
 /// A sync message; see the [module docs](self) for the layouts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -232,6 +242,62 @@ impl SyncMessage {
     pub fn remove_subscriptions(ids: impl IntoIterator<Item = SedimentreeId>) -> Self {
         Self::RemoveSubscriptions {
             ids: sorted_unique(ids),
+        }
+    }
+
+    /// Verifies every signed item the message carries (the commit or
+    /// fragment of tags 00/01, the diff items of a `BatchSyncResponse`),
+    /// each bound to the message's tree id, and returns them verified, in
+    /// wire order. Messages without signed items give an empty list.
+    ///
+    /// ```
+    /// use bijou_framing::message::*;
+    /// use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed};
+    ///
+    /// let tree = SedimentreeId::new([1; 32]);
+    /// let blob = Blob::from_static(b"data");
+    /// let commit = LooseCommit::new(tree, CommitId::new([2; 32]), [], blob.meta());
+    /// let item = SignedItem::new(Signed::seal(&SigningKey::from_bytes(&[3; 32]), &commit)?, blob);
+    /// let msg = SyncMessage::LooseCommit(BlobMessage { id: tree, sender_heads: RemoteHeads::default(), item });
+    /// assert_eq!(msg.verify()?.len(), 1);
+    ///
+    /// // The same signed commit, sent for another tree: refused.
+    /// let SyncMessage::LooseCommit(m) = msg else { unreachable!() };
+    /// let replay = SyncMessage::LooseCommit(BlobMessage { id: SedimentreeId::new([9; 32]), ..m });
+    /// assert!(matches!(replay.verify(), Err(VerifyItemError::ScopeMismatch { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first item's [`VerifyItemError`]: bad signature,
+    /// [`VerifyItemError::ScopeMismatch`], or a blob that does not match.
+    pub fn verify(&self) -> Result<Vec<VerifiedItem>, VerifyItemError> {
+        match self {
+            Self::LooseCommit(m) => {
+                let (v, b) = m.verify()?;
+                Ok(vec![VerifiedItem::Commit(v, b)])
+            }
+            Self::Fragment(m) => {
+                let (v, b) = m.verify()?;
+                Ok(vec![VerifiedItem::Fragment(v, b)])
+            }
+            Self::BatchSyncResponse(BatchSyncResponse {
+                id,
+                result: SyncResult::Ok(diff),
+                ..
+            }) => {
+                let commits = diff
+                    .commits()
+                    .iter()
+                    .map(|item| item.verify_in(*id).map(|(v, b)| VerifiedItem::Commit(v, b)));
+                let fragments = diff.fragments().iter().map(|item| {
+                    item.verify_in(*id)
+                        .map(|(v, b)| VerifiedItem::Fragment(v, b))
+                });
+                commits.chain(fragments).collect()
+            }
+            _ => Ok(Vec::new()),
         }
     }
 
