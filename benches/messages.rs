@@ -7,7 +7,10 @@
 //!
 //! - `messages_decode/<size>`: `MessageCodec::decode` of one frame to a
 //!   typed `Message` (no verification). Throughput is one element, so
-//!   criterion prints messages/s.
+//!   criterion prints messages/s. Next to it, `issuer_key_parse`:
+//!   `VerifyingKey::from_bytes` of the same issuer bytes alone (the point
+//!   decompression every decoder of a signed payload pays), to show what
+//!   the decode time is made of.
 //! - `messages_verify/<size>`:
 //!   - `pipeline`: `MessageCodec::decode` + `BlobMessage::verify` (strict
 //!     signature, scope binding, blob size and BLAKE3 digest);
@@ -116,6 +119,12 @@ fn benches(c: &mut Criterion) {
                 |mut frame| black_box(codec.decode(&mut frame).unwrap()),
                 BatchSize::SmallInput,
             )
+        });
+        let issuer: [u8; 32] = fx.frame[fx.signed.start + 4..fx.signed.start + 36]
+            .try_into()
+            .unwrap();
+        group.bench_function(BenchmarkId::new("issuer_key_parse", name), |b| {
+            b.iter(|| black_box(VerifyingKey::from_bytes(black_box(&issuer)).is_ok()))
         });
         group.finish();
 
