@@ -228,23 +228,62 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 /// [`DecodeError::TooLong`].
 #[inline]
 pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
-    // A byte at a time with an early exit, fully unrolled (at most ten
-    // iterations). Each exit is a predicted branch, so in a stream whose
-    // lengths repeat the CPU knows where the next value starts before this
-    // one is assembled. A branch-free length computation would make every
-    // value wait for the previous one's bytes instead.
+    // A byte at a time with an early exit, unrolled. Each exit is a
+    // predicted branch, so in a stream whose lengths repeat the CPU knows
+    // where the next value starts before this one is assembled; a
+    // branch-free length computation would make every value wait for the
+    // previous one's bytes instead.
+    let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, ..] = *buf else {
+        return decode_short(buf);
+    };
+    let mut value = u64::from(b0 & 0x7F);
+    macro_rules! group {
+        ($byte:expr, $index:expr) => {
+            value |= u64::from($byte & 0x7F) << (7 * $index);
+            if $byte < 0x80 {
+                return Ok((value, $index + 1));
+            }
+        };
+    }
+    if b0 < 0x80 {
+        return Ok((value, 1));
+    }
+    group!(b1, 1);
+    group!(b2, 2);
+    group!(b3, 3);
+    group!(b4, 4);
+    group!(b5, 5);
+    group!(b6, 6);
+    group!(b7, 7);
+    group!(b8, 8);
+    last_byte(value, b9)
+}
+
+/// The 10th byte of a maximal encoding, on top of the 63 bits before it.
+#[inline(always)]
+fn last_byte(value: u64, byte: u8) -> Result<(u64, usize), DecodeError> {
+    if byte >= 0x80 {
+        Err(DecodeError::TooLong)
+    } else if byte > 1 {
+        Err(DecodeError::Overflow { last_byte: byte })
+    } else {
+        Ok((value | (u64::from(byte) << 63), MAX_LEN))
+    }
+}
+
+/// Inputs shorter than ten bytes (the end of a stream): a plain loop.
+#[cold]
+fn decode_short(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     let mut value = 0u64;
-    for (i, &byte) in buf.iter().take(MAX_LEN - 1).enumerate() {
+    for (i, &byte) in buf.iter().enumerate().take(MAX_LEN - 1) {
         value |= u64::from(byte & 0x7F) << (7 * i);
         if byte < 0x80 {
             return Ok((value, i + 1));
         }
     }
     match buf.get(MAX_LEN - 1) {
+        Some(&byte) => last_byte(value, byte),
         None => Err(DecodeError::Incomplete { needed: 1 }),
-        Some(&last) if last >= 0x80 => Err(DecodeError::TooLong),
-        Some(&last) if last > 1 => Err(DecodeError::Overflow { last_byte: last }),
-        Some(&last) => Ok((value | (u64::from(last) << 63), MAX_LEN)),
     }
 }
 
