@@ -52,6 +52,17 @@
 //! - [`MessageCodec`]: [`FrameCodec`] plus typed [`Message`] decode/encode.
 //!   Framing errors end the stream; an undecodable message in a good frame
 //!   is an `Err` item and the stream stays in sync.
+//!
+//! ## Peers
+//!
+//! - [`handshake`]: the Subduction-style mutual `SUH\0` handshake (signed
+//!   challenge and response, audience, clock drift, replay cache), with a
+//!   256-byte frame limit until it completes.
+//! - [`Connection`]: an authenticated connection over any
+//!   `AsyncRead + AsyncWrite`: send messages, receive them verified
+//!   (`verify_strict` plus the blob check) together with their exact frame
+//!   bytes. Bad signatures and blob mismatches are reported and the
+//!   connection stays up; framing errors close it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -70,8 +81,14 @@ pub mod prefix;
 pub mod message;
 pub mod message_codec;
 
+// Peers: handshake and authenticated connections.
+pub mod connection;
+pub mod handshake;
+
 pub use builder::Builder;
+pub use connection::{Connection, Received, Rejected, VerifiedMessage};
 pub use error::FrameError;
 pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
+pub use handshake::{HandshakeConfig, HandshakeError, Responder};
 pub use message::{HandshakeMessage, Message, MessageError, SyncMessage};
 pub use message_codec::{MessageCodec, SendError};

@@ -1,0 +1,493 @@
+//! The Subduction-style mutual handshake (`SUH\0`) over a framed stream.
+//!
+//! ```text
+//!   initiator (client)                                   responder (server)
+//!   ------------------                                   ------------------
+//!   max frame = 256 B                                    max frame = 256 B
+//!   nonce <- 16 random bytes
+//!   Challenge{audience, now, nonce}, signed
+//!        |---------------- Challenge (158 B) ------------------>|
+//!        |                                   1. verify_strict(signature)      -> InvalidSignature
+//!        |                                   2. audience is me / my service   -> InvalidAudience
+//!        |                                   3. |timestamp - now| <= max drift -> ClockDrift
+//!        |                                   4. (issuer, nonce) not seen       -> ReplayedNonce
+//!        |                                      (remembered for 2 x max drift)
+//!        |<--------------- Response (141 B) --------------------|  signed {BLAKE3(challenge), now}
+//!        |         or      Rejection (14 B) {reason, now} ------|  and the responder closes
+//!   5. verify_strict(response signature)
+//!   6. response issuer == audience (if Known)
+//!   7. response digest == BLAKE3(my challenge)
+//!   max frame = configured (50 MiB default)              max frame = configured
+//!        |<=============== signed sync messages ===============>|
+//! ```
+//!
+//! Until the handshake completes, each side accepts frames of at most
+//! [`HANDSHAKE_MAX_FRAME_LENGTH`] bytes (a challenge is 158): an
+//! unauthenticated peer cannot make us buffer megabytes. Afterwards the
+//! configured maximum applies. The whole exchange is bounded by
+//! [`HandshakeConfig::timeout`].
+//!
+//! Replay protection: the responder remembers every accepted
+//! `(issuer, nonce)` in a [`NonceCache`] shared by all its connections, for
+//! twice the maximum drift, which is the whole window in which a recorded
+//! challenge would still pass the drift check (see [`nonce_cache`]).
+//!
+//! Use the handshake through [`Connection::connect`] and
+//! [`Connection::accept`](crate::Connection::accept).
+//!
+//! [`Connection::connect`]: crate::Connection::connect
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bijou_signing::{Digest, PeerId, SealError, Signed, Signer, VerifyError};
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::Framed;
+
+use crate::message::{
+    Audience, Challenge, HandshakeMessage, Message, MessageError, Rejection, RejectionReason,
+    Response,
+};
+use crate::{prefix::LengthPrefix, FrameCodec, FrameError, DEFAULT_MAX_FRAME_LENGTH};
+
+pub mod nonce_cache;
+
+pub use nonce_cache::{NonceCache, NonceCacheFull, NonceCheck, DEFAULT_NONCE_CAPACITY};
+
+/// Largest frame either side accepts before the handshake completes. The
+/// largest handshake message is a 158-byte challenge.
+pub const HANDSHAKE_MAX_FRAME_LENGTH: usize = 256;
+
+/// Default maximum clock difference between the peers: 600 s.
+pub const DEFAULT_MAX_DRIFT: Duration = Duration::from_secs(600);
+
+/// Default bound on the whole handshake: 10 s.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The system clock in unix seconds (0 if it is before 1970).
+#[must_use]
+pub fn system_clock() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Settings shared by both sides of the handshake.
+///
+/// ```
+/// use bijou_framing::handshake::HandshakeConfig;
+/// use std::time::Duration;
+///
+/// let mut config = HandshakeConfig::default();
+/// config.max_drift = Duration::from_secs(30);
+/// config.max_frame_length = 1 << 20;
+/// assert_eq!(config.timeout, Duration::from_secs(10));
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct HandshakeConfig {
+    /// Largest accepted difference between a challenge's timestamp and the
+    /// responder's clock ([`DEFAULT_MAX_DRIFT`]).
+    pub max_drift: Duration,
+    /// Maximum frame length after the handshake
+    /// ([`DEFAULT_MAX_FRAME_LENGTH`]).
+    pub max_frame_length: usize,
+    /// Bound on the whole handshake ([`DEFAULT_HANDSHAKE_TIMEOUT`]).
+    pub timeout: Duration,
+    /// The clock, unix seconds ([`system_clock`]); replaceable in tests.
+    pub clock: fn() -> u64,
+}
+
+impl Default for HandshakeConfig {
+    fn default() -> Self {
+        Self {
+            max_drift: DEFAULT_MAX_DRIFT,
+            max_frame_length: DEFAULT_MAX_FRAME_LENGTH,
+            timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            clock: system_clock,
+        }
+    }
+}
+
+/// Why a handshake failed. Every variant ends the connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandshakeError {
+    /// Framing or transport failure, including a handshake frame longer
+    /// than [`HANDSHAKE_MAX_FRAME_LENGTH`] ([`FrameError::TooLarge`]).
+    #[error("handshake framing failed: {0}")]
+    Frame(#[from] FrameError),
+    /// The peer closed the stream before the handshake completed.
+    #[error("peer closed the stream during the handshake (waiting for {waiting_for})")]
+    Closed {
+        /// The message we were waiting for.
+        waiting_for: &'static str,
+    },
+    /// A frame that is not a well-formed message.
+    #[error("malformed handshake message: {0}")]
+    Malformed(#[source] MessageError),
+    /// A well-formed message of the wrong kind.
+    #[error("expected a {expected}, received a {found}")]
+    Unexpected {
+        /// What the protocol step requires.
+        expected: &'static str,
+        /// What arrived.
+        found: &'static str,
+    },
+    /// (Initiator) the responder refused our challenge.
+    #[error("responder rejected the challenge: {reason:?} (responder time {responder_time})")]
+    Rejected {
+        /// The responder's reason.
+        reason: RejectionReason,
+        /// The responder's clock, unix seconds.
+        responder_time: u64,
+    },
+    /// (Responder) we refused the peer's challenge and told it why.
+    #[error("refused the peer's challenge: {reason:?}")]
+    Refused {
+        /// The reason sent to the peer.
+        reason: RejectionReason,
+        /// The signature failure, for [`RejectionReason::InvalidSignature`].
+        signature: Option<VerifyError>,
+    },
+    /// (Initiator) the response's signature failed `verify_strict`.
+    #[error("response signature invalid: {0}")]
+    ResponseSignature(#[source] VerifyError),
+    /// (Initiator) the response was signed by someone other than the peer
+    /// the challenge was addressed to.
+    #[error("response signed by {found}, but the challenge was for {expected}")]
+    WrongResponder {
+        /// The audience of our challenge.
+        expected: PeerId,
+        /// The response's issuer.
+        found: PeerId,
+    },
+    /// (Initiator) the response names another challenge.
+    #[error("response answers challenge {found}, but we sent {expected}")]
+    ChallengeDigest {
+        /// BLAKE3 of our challenge.
+        expected: Digest<Challenge>,
+        /// The digest in the response.
+        found: Digest<Challenge>,
+    },
+    /// (Responder) the nonce cache is full of unexpired nonces; the
+    /// challenge was refused without an answer (fail closed).
+    #[error(transparent)]
+    NonceCacheFull(#[from] NonceCacheFull),
+    /// Our own message could not be sealed (the signer failed).
+    #[error("could not sign the handshake message: {0}")]
+    Seal(#[from] SealError),
+    /// The handshake did not complete in time.
+    #[error("handshake timed out after {after:?}")]
+    Timeout {
+        /// The configured bound.
+        after: Duration,
+    },
+}
+
+/// The authenticated peer, as the handshake established it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Authenticated {
+    /// The remote peer's id (its verifying key).
+    pub peer: PeerId,
+    /// The digest of the challenge both sides agreed on.
+    pub challenge_digest: Digest<Challenge>,
+    /// The remote peer's clock at the handshake, unix seconds.
+    pub remote_time: u64,
+}
+
+/// The accepting side's state: configuration, identity checks and the
+/// replay cache, shared by every connection it accepts (clones share the
+/// cache).
+///
+/// ```
+/// use bijou_framing::handshake::{HandshakeConfig, Responder};
+/// let responder = Responder::new(HandshakeConfig::default()).with_discovery_id([7; 32]);
+/// assert_eq!(responder.nonce_retention_secs(), 1200); // 2 x 600 s
+/// ```
+#[derive(Debug, Clone)]
+pub struct Responder {
+    config: HandshakeConfig,
+    discovery_id: Option<[u8; 32]>,
+    nonces: Arc<Mutex<NonceCache>>,
+}
+
+impl Responder {
+    /// A responder that accepts challenges addressed to its own key, with a
+    /// nonce cache retaining nonces for `2 * config.max_drift`.
+    #[must_use]
+    pub fn new(config: HandshakeConfig) -> Self {
+        Self::with_nonce_capacity(config, DEFAULT_NONCE_CAPACITY)
+    }
+
+    /// Like [`Responder::new`] with a nonce cache of `capacity` entries.
+    #[must_use]
+    pub fn with_nonce_capacity(config: HandshakeConfig, capacity: usize) -> Self {
+        let cache = NonceCache::new(config.max_drift.saturating_mul(2), capacity);
+        Self {
+            config,
+            discovery_id: None,
+            nonces: Arc::new(Mutex::new(cache)),
+        }
+    }
+
+    /// Also accept challenges addressed to this discovery id
+    /// ([`Audience::Discover`]).
+    #[must_use]
+    pub fn with_discovery_id(mut self, id: [u8; 32]) -> Self {
+        self.discovery_id = Some(id);
+        self
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &HandshakeConfig {
+        &self.config
+    }
+
+    /// How long accepted nonces are remembered, in seconds.
+    #[must_use]
+    pub fn nonce_retention_secs(&self) -> u64 {
+        self.with_cache(|cache| cache.retention_secs())
+    }
+
+    fn with_cache<R>(&self, f: impl FnOnce(&mut NonceCache) -> R) -> R {
+        // A poisoned lock only means another task panicked mid-update; the
+        // cache's invariants hold between statements, so keep using it.
+        let mut guard = self
+            .nonces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut guard)
+    }
+
+    /// The checks of step 1-4, in order. `Ok` carries the verified
+    /// challenge; `Err` the reason to send back.
+    fn check(
+        &self,
+        me: PeerId,
+        challenge: &Signed<Challenge>,
+        now: u64,
+    ) -> Result<Checked, NonceCacheFull> {
+        let verified = match challenge.verify_strict() {
+            Ok(v) => v,
+            Err(e) => return Ok(Err((RejectionReason::InvalidSignature, Some(e)))),
+        };
+        let payload = verified.payload();
+        let audience_ok = match payload.audience {
+            Audience::Known(peer) => peer == me,
+            Audience::Discover(id) => self.discovery_id == Some(id),
+        };
+        if !audience_ok {
+            return Ok(Err((RejectionReason::InvalidAudience, None)));
+        }
+        if payload.timestamp.abs_diff(now) > self.config.max_drift.as_secs() {
+            return Ok(Err((RejectionReason::ClockDrift, None)));
+        }
+        let issuer = verified.peer_id();
+        let nonce = payload.nonce;
+        match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, now))? {
+            NonceCheck::Fresh => Ok(Ok(verified)),
+            NonceCheck::Replayed => Ok(Err((RejectionReason::ReplayedNonce, None))),
+        }
+    }
+}
+
+/// The outcome of the responder's checks: the verified challenge, or the
+/// reason to send back (and the signature failure behind it, if any).
+type Checked = Result<bijou_signing::Verified<Challenge>, (RejectionReason, Option<VerifyError>)>;
+
+fn kind(msg: &Message) -> &'static str {
+    match msg {
+        Message::Sync(_) => "sync message",
+        Message::Handshake(HandshakeMessage::Challenge(_)) => "challenge",
+        Message::Handshake(HandshakeMessage::Response(_)) => "response",
+        Message::Handshake(HandshakeMessage::Rejection(_)) => "rejection",
+    }
+}
+
+async fn next_message<T, P>(
+    framed: &mut Framed<T, FrameCodec<P>>,
+    waiting_for: &'static str,
+) -> Result<HandshakeMessage, HandshakeError>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    P: LengthPrefix,
+{
+    let frame: Bytes = match framed.next().await {
+        None => return Err(HandshakeError::Closed { waiting_for }),
+        Some(frame) => frame?,
+    };
+    match Message::decode(frame).map_err(HandshakeError::Malformed)? {
+        Message::Handshake(msg) => Ok(msg),
+        other => Err(HandshakeError::Unexpected {
+            expected: waiting_for,
+            found: kind(&other),
+        }),
+    }
+}
+
+async fn send<T, P>(
+    framed: &mut Framed<T, FrameCodec<P>>,
+    msg: &HandshakeMessage,
+) -> Result<(), HandshakeError>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    P: LengthPrefix,
+{
+    framed.send(msg.encode()).await?;
+    Ok(())
+}
+
+async fn bounded<F, R>(timeout: Duration, fut: F) -> Result<R, HandshakeError>
+where
+    F: std::future::Future<Output = Result<R, HandshakeError>>,
+{
+    tokio::time::timeout(timeout, fut)
+        .await
+        .unwrap_or(Err(HandshakeError::Timeout { after: timeout }))
+}
+
+/// Runs the initiator's side on `framed`: sends a challenge for `audience`
+/// signed by `signer`, and checks the response (steps 5-7 in the
+/// [module docs](self)). On success the frame limit is raised to
+/// `config.max_frame_length`.
+///
+/// # Errors
+///
+/// [`HandshakeError`]; a refusal is [`HandshakeError::Rejected`].
+pub async fn initiate<T, P, S>(
+    framed: &mut Framed<T, FrameCodec<P>>,
+    signer: &S,
+    audience: Audience,
+    config: &HandshakeConfig,
+) -> Result<Authenticated, HandshakeError>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    P: LengthPrefix,
+    S: Signer + ?Sized,
+{
+    framed
+        .codec_mut()
+        .set_max_frame_length(HANDSHAKE_MAX_FRAME_LENGTH);
+    let nonce: [u8; 16] = rand::random();
+    let challenge = Challenge::new(audience, (config.clock)(), nonce);
+    let expected = Response::for_challenge(&challenge, 0)
+        .map_err(SealError::from)?
+        .challenge_digest();
+    let signed = Signed::seal(signer, &challenge)?;
+    let authenticated = bounded(config.timeout, async {
+        send(framed, &HandshakeMessage::Challenge(signed)).await?;
+        match next_message(framed, "response").await? {
+            HandshakeMessage::Response(response) => {
+                let response = response
+                    .verify_strict()
+                    .map_err(HandshakeError::ResponseSignature)?;
+                if let Audience::Known(expected) = audience {
+                    if response.peer_id() != expected {
+                        return Err(HandshakeError::WrongResponder {
+                            expected,
+                            found: response.peer_id(),
+                        });
+                    }
+                }
+                let found = response.payload().challenge_digest();
+                if found != expected {
+                    return Err(HandshakeError::ChallengeDigest { expected, found });
+                }
+                Ok(Authenticated {
+                    peer: response.peer_id(),
+                    challenge_digest: expected,
+                    remote_time: response.payload().server_timestamp,
+                })
+            }
+            HandshakeMessage::Rejection(Rejection { reason, timestamp }) => {
+                Err(HandshakeError::Rejected {
+                    reason,
+                    responder_time: timestamp,
+                })
+            }
+            HandshakeMessage::Challenge(_) => Err(HandshakeError::Unexpected {
+                expected: "response",
+                found: "challenge",
+            }),
+        }
+    })
+    .await?;
+    framed
+        .codec_mut()
+        .set_max_frame_length(config.max_frame_length);
+    Ok(authenticated)
+}
+
+/// Runs the responder's side on `framed`: receives a challenge, checks it
+/// (steps 1-4 in the [module docs](self)), and answers with a signed
+/// response or a rejection. On success the frame limit is raised to the
+/// responder's `max_frame_length`.
+///
+/// # Errors
+///
+/// [`HandshakeError`]; a challenge we refused is
+/// [`HandshakeError::Refused`] (the rejection was sent).
+pub async fn respond<T, P, S>(
+    framed: &mut Framed<T, FrameCodec<P>>,
+    signer: &S,
+    responder: &Responder,
+) -> Result<Authenticated, HandshakeError>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    P: LengthPrefix,
+    S: Signer + ?Sized,
+{
+    framed
+        .codec_mut()
+        .set_max_frame_length(HANDSHAKE_MAX_FRAME_LENGTH);
+    let config = responder.config;
+    let me = signer.peer_id();
+    let authenticated = bounded(config.timeout, async {
+        let challenge = match next_message(framed, "challenge").await? {
+            HandshakeMessage::Challenge(challenge) => challenge,
+            HandshakeMessage::Response(_) => {
+                return Err(HandshakeError::Unexpected {
+                    expected: "challenge",
+                    found: "response",
+                })
+            }
+            HandshakeMessage::Rejection(_) => {
+                return Err(HandshakeError::Unexpected {
+                    expected: "challenge",
+                    found: "rejection",
+                })
+            }
+        };
+        let now = (config.clock)();
+        match responder.check(me, &challenge, now)? {
+            Ok(verified) => {
+                let digest = verified.digest();
+                let response = Response::new(digest, now);
+                let signed = Signed::seal(signer, &response)?;
+                send(framed, &HandshakeMessage::Response(signed)).await?;
+                Ok(Authenticated {
+                    peer: verified.peer_id(),
+                    challenge_digest: digest,
+                    remote_time: verified.payload().timestamp,
+                })
+            }
+            Err((reason, signature)) => {
+                let rejection = Rejection {
+                    reason,
+                    timestamp: now,
+                };
+                send(framed, &HandshakeMessage::Rejection(rejection)).await?;
+                Err(HandshakeError::Refused { reason, signature })
+            }
+        }
+    })
+    .await?;
+    framed
+        .codec_mut()
+        .set_max_frame_length(config.max_frame_length);
+    Ok(authenticated)
+}
