@@ -1,0 +1,431 @@
+//! Frame inspector: decodes a capture of framed messages and prints every
+//! frame with its offset, prefix bytes, message type and fields, whether its
+//! signature verifies (`verify_strict`) and whether its blob matches the
+//! signed digest.
+//!
+//! ```text
+//! cargo run --example echo -- --count 3 --capture /tmp/echo.cap
+//! cargo run --example inspect -- /tmp/echo.cap
+//! xxd -p /tmp/echo.cap | cargo run --example inspect -- --hex
+//! ```
+//!
+//! # Capture format
+//!
+//! A capture is the raw byte stream of one direction of a connection,
+//! exactly as it went on the wire: `prefix | frame | prefix | frame | ...`,
+//! starting with the handshake (the initiator's challenge, or the
+//! responder's response). The prefix is the connection's length prefix
+//! (`--prefix`, bijou64 by default). With `--hex`, the input is that byte
+//! stream as hex text; whitespace is ignored.
+//!
+//! Malformed input is reported with its capture offset and the inspector
+//! stops there (a framing error loses the frame boundaries). Exit code: 0
+//! if every frame decoded and verified, 1 if some frame did not decode or
+//! verify, 2 if the stream itself is malformed or unreadable.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bijou_frame::framing::message::{
+    Audience, BlobMessage, HandshakeMessage, Message, Scoped, SyncMessage, SyncResult,
+};
+use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixError, U32Be};
+use bijou_frame::signing::{HasBlobMeta, Payload};
+use bytes::Bytes;
+use clap::{Parser, ValueEnum};
+
+/// Decode and check a capture of framed bijou-frame messages.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Capture file; `-` or nothing reads stdin.
+    file: Option<PathBuf>,
+    /// The input is hex text (whitespace ignored), not raw bytes.
+    #[arg(long)]
+    hex: bool,
+    /// Length prefix of the frames.
+    #[arg(long, value_enum, default_value_t = PrefixArg::Bijou64)]
+    prefix: PrefixArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PrefixArg {
+    /// bijou64 (default).
+    Bijou64,
+    /// Canonical LEB128.
+    Leb128,
+    /// 4-byte big-endian.
+    U32,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let input = match read_input(&args) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let status = match args.prefix {
+        PrefixArg::Bijou64 => inspect::<Bijou64>(&input, &mut out),
+        PrefixArg::Leb128 => inspect::<Leb128>(&input, &mut out),
+        PrefixArg::U32 => inspect::<U32Be>(&input, &mut out),
+    };
+    match status {
+        Ok(Status::Clean) => ExitCode::SUCCESS,
+        Ok(Status::BadFrames) => ExitCode::from(1),
+        Ok(Status::BadStream) => ExitCode::from(2),
+        // stdout closed (for example piped into `head`): nothing to report.
+        Err(_) => ExitCode::SUCCESS,
+    }
+}
+
+fn read_input(args: &Args) -> Result<Vec<u8>, String> {
+    let mut raw = Vec::new();
+    match &args.file {
+        Some(path) if path.as_os_str() != "-" => {
+            raw =
+                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        }
+        _ => {
+            std::io::stdin()
+                .read_to_end(&mut raw)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+        }
+    }
+    if args.hex {
+        parse_hex(&raw)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Hex text to bytes; errors name the text position.
+fn parse_hex(text: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len() / 2);
+    let mut high: Option<(u8, usize)> = None;
+    for (pos, &c) in text.iter().enumerate() {
+        if c.is_ascii_whitespace() {
+            continue;
+        }
+        let nibble = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => {
+                return Err(format!(
+                    "invalid hex digit {:?} at text position {pos} (byte offset {})",
+                    char::from(c),
+                    out.len()
+                ))
+            }
+        };
+        high = match high {
+            None => Some((nibble, pos)),
+            Some((h, _)) => {
+                out.push(h << 4 | nibble);
+                None
+            }
+        };
+    }
+    if let Some((_, pos)) = high {
+        return Err(format!(
+            "odd number of hex digits: the last one, at text position {pos}, has no pair"
+        ));
+    }
+    Ok(out)
+}
+
+enum Status {
+    Clean,
+    BadFrames,
+    BadStream,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn short_hex(bytes: &[u8]) -> String {
+    let h = hex(bytes);
+    if h.len() > 16 {
+        format!("{}..", &h[..16])
+    } else {
+        h
+    }
+}
+
+fn spaced_hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn inspect<P: LengthPrefix>(input: &[u8], out: &mut impl Write) -> std::io::Result<Status> {
+    let mut offset = 0usize;
+    let mut frames = 0u64;
+    let mut bad = 0u64;
+    while offset < input.len() {
+        let rest = input.get(offset..).unwrap_or_default();
+        let (len, prefix_len) = match P::decode(rest) {
+            Ok(ok) => ok,
+            Err(PrefixError::Incomplete { needed }) => {
+                writeln!(
+                    out,
+                    "error at offset {offset} (0x{offset:06x}): the stream ends inside a {} length prefix ({} byte(s) present, at least {needed} more needed)",
+                    P::NAME,
+                    rest.len()
+                )?;
+                return summary(out, frames, bad, true);
+            }
+            Err(e) => {
+                writeln!(
+                    out,
+                    "error at offset {offset} (0x{offset:06x}): bad {} length prefix {}: {e}",
+                    P::NAME,
+                    spaced_hex(rest.get(..rest.len().min(P::MAX_LEN)).unwrap_or_default())
+                )?;
+                return summary(out, frames, bad, true);
+            }
+        };
+        let prefix = rest.get(..prefix_len).unwrap_or_default();
+        let start = offset + prefix_len;
+        let available = input.len() - start;
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .and_then(|l| start.checked_add(l))
+            .filter(|&end| end <= input.len())
+        else {
+            writeln!(
+                out,
+                "error at offset {offset} (0x{offset:06x}): prefix {} announces a {len}-byte frame, but only {available} byte(s) follow",
+                spaced_hex(prefix)
+            )?;
+            return summary(out, frames, bad, true);
+        };
+        let frame = Bytes::copy_from_slice(input.get(start..end).unwrap_or_default());
+        writeln!(
+            out,
+            "#{frames} @{offset} (0x{offset:06x})  prefix {} ({}, {len} bytes)",
+            spaced_hex(prefix),
+            P::NAME
+        )?;
+        if !describe(frame, start, out)? {
+            bad += 1;
+        }
+        frames += 1;
+        offset = end;
+    }
+    summary(out, frames, bad, false)
+}
+
+fn summary(out: &mut impl Write, frames: u64, bad: u64, broken: bool) -> std::io::Result<Status> {
+    writeln!(
+        out,
+        "{frames} frame(s), {} ok, {bad} with problems{}",
+        frames - bad,
+        if broken {
+            "; stream malformed, stopped"
+        } else {
+            ""
+        }
+    )?;
+    Ok(if broken {
+        Status::BadStream
+    } else if bad > 0 {
+        Status::BadFrames
+    } else {
+        Status::Clean
+    })
+}
+
+/// Prints one frame's message; `false` if it does not decode or verify.
+fn describe(frame: Bytes, start: usize, out: &mut impl Write) -> std::io::Result<bool> {
+    let msg = match Message::decode(frame) {
+        Ok(msg) => msg,
+        Err(e) => {
+            writeln!(
+                out,
+                "    MALFORMED message (payload starts at offset {start}; offsets below are relative to it): {e}"
+            )?;
+            return Ok(false);
+        }
+    };
+    match msg {
+        Message::Handshake(h) => handshake(&h, out),
+        Message::Sync(s) => sync(&s, out),
+    }
+}
+
+fn verdict<E: std::fmt::Display>(r: &Result<(), E>) -> String {
+    match r {
+        Ok(()) => "valid (verify_strict)".to_owned(),
+        Err(e) => format!("INVALID: {e}"),
+    }
+}
+
+fn handshake(h: &HandshakeMessage, out: &mut impl Write) -> std::io::Result<bool> {
+    match h {
+        HandshakeMessage::Challenge(signed) => {
+            writeln!(out, "    SUH\\0 Challenge from {}", signed.peer_id())?;
+            let check = signed.verify_strict();
+            match &check {
+                Ok(v) => {
+                    let c = v.payload();
+                    let audience = match c.audience {
+                        Audience::Known(p) => format!("known peer {p}"),
+                        Audience::Discover(id) => format!("discovery id {}", hex(&id)),
+                    };
+                    writeln!(out, "    audience   {audience}")?;
+                    writeln!(out, "    timestamp  {} (unix s)", c.timestamp)?;
+                    writeln!(out, "    nonce      {}", hex(&c.nonce))?;
+                    writeln!(out, "    digest     {}", v.digest())?;
+                }
+                Err(_) => writeln!(out, "    (fields not shown: unverified)")?,
+            }
+            let check = check.map(|_| ());
+            writeln!(out, "    signature  {}", verdict(&check))?;
+            Ok(check.is_ok())
+        }
+        HandshakeMessage::Response(signed) => {
+            writeln!(out, "    SUH\\0 Response from {}", signed.peer_id())?;
+            let check = signed.verify_strict();
+            if let Ok(v) = &check {
+                writeln!(
+                    out,
+                    "    answers    challenge {}",
+                    v.payload().challenge_digest()
+                )?;
+                writeln!(
+                    out,
+                    "    timestamp  {} (unix s)",
+                    v.payload().server_timestamp
+                )?;
+            }
+            let check = check.map(|_| ());
+            writeln!(out, "    signature  {}", verdict(&check))?;
+            Ok(check.is_ok())
+        }
+        HandshakeMessage::Rejection(r) => {
+            writeln!(
+                out,
+                "    SUH\\0 Rejection: {:?} (responder time {} unix s; unsigned)",
+                r.reason, r.timestamp
+            )?;
+            Ok(true)
+        }
+    }
+}
+
+fn blob_message<T>(
+    kind: &str,
+    m: &BlobMessage<T>,
+    out: &mut impl Write,
+    fields: impl Fn(&T) -> String,
+) -> std::io::Result<bool>
+where
+    T: Payload + Scoped + HasBlobMeta,
+{
+    writeln!(out, "    SUM\\0 {kind} for tree {}", hex(m.id.as_bytes()))?;
+    writeln!(
+        out,
+        "    heads      counter {}, {} head(s)",
+        m.sender_heads.counter(),
+        m.sender_heads.heads().len()
+    )?;
+    let signed = m.item.signed();
+    writeln!(out, "    issuer     {}", signed.peer_id())?;
+    let verified = signed.verify_strict();
+    writeln!(
+        out,
+        "    signature  {}",
+        verdict(&verified.as_ref().map(|_| ()))
+    )?;
+    let Ok(verified) = verified else {
+        writeln!(
+            out,
+            "    blob       {} B (not checked: unverified)",
+            m.item.blob().len()
+        )?;
+        return Ok(false);
+    };
+    writeln!(out, "    {}", fields(verified.payload()))?;
+    let mut ok = true;
+    if verified.payload().sedimentree_id() != m.id {
+        ok = false;
+        writeln!(
+            out,
+            "    scope      MISMATCH: signed for tree {}",
+            hex(verified.payload().sedimentree_id().as_bytes())
+        )?;
+    }
+    let blob = m.item.blob().clone();
+    let len = blob.len();
+    match verified.verify_blob(blob) {
+        Ok(b) => writeln!(
+            out,
+            "    blob       {len} B, digest {} matches",
+            b.meta().digest()
+        )?,
+        Err(e) => {
+            ok = false;
+            writeln!(out, "    blob       {len} B, MISMATCH: {e}")?;
+        }
+    }
+    Ok(ok)
+}
+
+fn sync(s: &SyncMessage, out: &mut impl Write) -> std::io::Result<bool> {
+    match s {
+        SyncMessage::LooseCommit(m) => blob_message("LooseCommit (tag 00)", m, out, |c| {
+            format!(
+                "commit     head {}, {} parent(s), blob {} B digest {}",
+                short_hex(c.head().as_bytes()),
+                c.parents().len(),
+                c.blob_meta().size(),
+                short_hex(c.blob_meta().digest().as_bytes())
+            )
+        }),
+        SyncMessage::Fragment(m) => blob_message("Fragment (tag 01)", m, out, |f| {
+            format!(
+                "fragment   blob {} B digest {}",
+                f.blob_meta().size(),
+                short_hex(f.blob_meta().digest().as_bytes())
+            )
+        }),
+        SyncMessage::BatchSyncResponse(r) => {
+            let result = match &r.result {
+                SyncResult::Ok(diff) => format!(
+                    "Ok: {} commit(s), {} fragment(s)",
+                    diff.commits().len(),
+                    diff.fragments().len()
+                ),
+                other => format!("{other:?}"),
+            };
+            writeln!(out, "    SUM\\0 BatchSyncResponse (tag 05): {result}")?;
+            match s.verify() {
+                Ok(items) => {
+                    writeln!(
+                        out,
+                        "    items      {} signed item(s), all valid",
+                        items.len()
+                    )?;
+                    Ok(true)
+                }
+                Err(e) => {
+                    writeln!(out, "    items      INVALID: {e}")?;
+                    Ok(false)
+                }
+            }
+        }
+        other => {
+            writeln!(out, "    SUM\\0 tag {:02x}: {other:?}", other.tag())?;
+            Ok(true)
+        }
+    }
+}
