@@ -592,3 +592,49 @@ async fn framing_error_after_the_handshake_closes_the_connection() {
     .await
     .expect("bounded");
 }
+
+#[tokio::test]
+async fn checks_run_in_order_and_refused_challenges_do_not_use_up_nonces() {
+    timeout(LIMIT, async {
+        let responder = Responder::new(config());
+        let me = Audience::Known(key(2).peer_id());
+        let other = Audience::Known(key(3).peer_id());
+        let forge = |b: Bytes| {
+            let mut v = b.to_vec();
+            let at = v.len() - 10;
+            v[at] ^= 1;
+            Bytes::from(v)
+        };
+        // Bad signature + wrong audience + drift: the signature is reported.
+        assert_refused(
+            raw_challenge(
+                &responder,
+                forge(challenge_bytes(&key(1), other, 0, [1; 16])),
+            )
+            .await,
+            RejectionReason::InvalidSignature,
+        );
+        // Wrong audience + drift: the audience is reported.
+        assert_refused(
+            raw_challenge(&responder, challenge_bytes(&key(1), other, 0, [1; 16])).await,
+            RejectionReason::InvalidAudience,
+        );
+        // Drift with a nonce: reported as drift, and the nonce is not
+        // remembered...
+        assert_refused(
+            raw_challenge(&responder, challenge_bytes(&key(1), me, 0, [1; 16])).await,
+            RejectionReason::ClockDrift,
+        );
+        // ...so the same nonce in a good challenge is accepted once.
+        let good = challenge_bytes(&key(1), me, NOW, [1; 16]);
+        let (answer, result) = raw_challenge(&responder, good.clone()).await;
+        assert!(matches!(answer, HandshakeMessage::Response(_)));
+        result.expect("accepted");
+        assert_refused(
+            raw_challenge(&responder, good).await,
+            RejectionReason::ReplayedNonce,
+        );
+    })
+    .await
+    .expect("bounded");
+}
