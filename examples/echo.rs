@@ -726,3 +726,62 @@ impl Report {
         ok
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(extra: &[&str]) -> Args {
+        let mut argv = vec!["echo", "--seed", "7", "--timeout", "30"];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv).expect("valid flags")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn default_run_echoes_every_frame_for_every_prefix() {
+        let a = args(&["--count", "150"]);
+        assert!(matches!(a.blob_size, BlobSize::Mix));
+        assert!(run::<Bijou64>(&a).await.expect("runs"));
+        assert!(run::<Leb128>(&a).await.expect("runs"));
+        assert!(run::<U32Be>(&a).await.expect("runs"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn several_peers_and_a_capture_that_the_inspector_format_describes() {
+        let path = std::env::temp_dir().join(format!("bijou-echo-test-{}.cap", std::process::id()));
+        let path_str = path.to_str().expect("utf8 path").to_owned();
+        let a = args(&[
+            "--count",
+            "40",
+            "--peers",
+            "4",
+            "--blob-size",
+            "512",
+            "--capture",
+            &path_str,
+        ]);
+        assert!(run::<Bijou64>(&a).await.expect("runs"));
+        let capture = std::fs::read(&path).expect("capture written");
+        let _ = std::fs::remove_file(&path);
+        // The capture starts with the handshake challenge: bijou64 prefix
+        // 0x9E (158 bytes), then "SUH\0" 00.
+        assert_eq!(&capture[..6], b"\x9eSUH\0\x00");
+        // 40 commits with 512-byte blobs follow.
+        assert!(capture.len() > 158 + 40 * 512);
+    }
+
+    #[test]
+    fn blob_sizes_follow_the_mix() {
+        let mut rng = StdRng::seed_from_u64(1);
+        let sizes: Vec<usize> = (0..10_000)
+            .map(|_| BlobSize::Mix.sample(&mut rng))
+            .collect();
+        assert!(sizes.iter().all(|&s| (100..=64 * 1024).contains(&s)));
+        let small = sizes.iter().filter(|&&s| s <= 2048).count();
+        let huge = sizes.iter().filter(|&&s| s == 64 * 1024).count();
+        assert!(small > 9_000, "{small}");
+        assert!((50..200).contains(&huge), "{huge}");
+        assert!(matches!("1024".parse(), Ok(BlobSize::Fixed(1024))));
+        assert!("big".parse::<BlobSize>().is_err());
+    }
+}

@@ -429,3 +429,114 @@ fn sync(s: &SyncMessage, out: &mut impl Write) -> std::io::Result<bool> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bijou_frame::framing::message::{
+        Challenge, CommitId, LooseCommit, RemoteHeads, SedimentreeId, SignedItem,
+    };
+    use bijou_frame::framing::FrameCodec;
+    use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed, Signer};
+    use bytes::BytesMut;
+    use tokio_util::codec::Encoder;
+
+    fn capture() -> Vec<u8> {
+        let key = SigningKey::from_bytes(&[1; 32]);
+        let hello = Challenge::new(Audience::Known(key.peer_id()), 1_700_000_000, [2; 16]);
+        let tree = SedimentreeId::new([3; 32]);
+        let blob = Blob::new(vec![4u8; 300]);
+        let commit = LooseCommit::new(tree, CommitId::new([5; 32]), [], blob.meta());
+        let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
+            id: tree,
+            sender_heads: RemoteHeads::default(),
+            item: SignedItem::new(Signed::seal(&key, &commit).expect("seal"), blob),
+        }));
+        let mut wire = BytesMut::new();
+        let mut codec = FrameCodec::new();
+        let challenge = HandshakeMessage::Challenge(Signed::seal(&key, &hello).expect("seal"));
+        codec.encode(challenge.encode(), &mut wire).expect("frame");
+        codec
+            .encode(msg.encode().expect("encode"), &mut wire)
+            .expect("frame");
+        wire.to_vec()
+    }
+
+    fn run(input: &[u8]) -> (String, Status) {
+        let mut out = Vec::new();
+        let status = inspect::<Bijou64>(input, &mut out).expect("write");
+        (String::from_utf8(out).expect("utf8"), status)
+    }
+
+    #[test]
+    fn a_clean_capture_decodes_and_verifies() {
+        let (text, status) = run(&capture());
+        assert!(matches!(status, Status::Clean), "{text}");
+        assert!(text.contains("#0 @0 (0x000000)  prefix 9e (bijou64, 158 bytes)"));
+        assert!(text.contains("SUH\\0 Challenge"));
+        assert!(text.contains("#1 @159"));
+        assert!(text.contains("LooseCommit (tag 00)"));
+        assert_eq!(text.matches("valid (verify_strict)").count(), 2);
+        assert!(text.contains("300 B, digest"));
+        assert!(text.ends_with("2 frame(s), 2 ok, 0 with problems\n"));
+    }
+
+    #[test]
+    fn a_tampered_blob_is_reported_and_the_next_frame_still_read() {
+        let mut wire = capture();
+        let last = wire.len() - 1;
+        wire[last] ^= 1;
+        wire.extend_from_slice(&capture());
+        let (text, status) = run(&wire);
+        assert!(matches!(status, Status::BadFrames), "{text}");
+        assert!(text.contains("MISMATCH: blob digest"));
+        assert!(text.contains("4 frame(s), 3 ok, 1 with problems"));
+    }
+
+    #[test]
+    fn truncation_and_bad_prefixes_are_reported_at_their_offset() {
+        let wire = capture();
+        let (text, status) = run(&wire[..200]);
+        assert!(matches!(status, Status::BadStream));
+        assert!(
+            text.contains("error at offset 159 (0x00009f): prefix f9 "),
+            "{text}"
+        );
+        assert!(text.contains("but only 38 byte(s) follow"), "{text}");
+
+        let mut overflow = wire.clone();
+        overflow.extend_from_slice(&[0xFF; 9]);
+        let (text, _) = run(&overflow);
+        assert!(
+            text.contains(&format!("error at offset {}", wire.len())),
+            "{text}"
+        );
+        assert!(text.contains("overflows u64"));
+
+        let (text, _) = run(&[0xF9, 0x00]);
+        assert!(text.contains(
+            "error at offset 0 (0x000000): the stream ends inside a bijou64 length prefix"
+        ));
+    }
+
+    #[test]
+    fn a_malformed_message_in_a_good_frame_is_reported_with_its_payload_offset() {
+        let mut wire = vec![8];
+        wire.extend_from_slice(b"SUM\0junk");
+        let (text, status) = run(&wire);
+        assert!(matches!(status, Status::BadFrames));
+        assert!(text.contains("MALFORMED message (payload starts at offset 1"));
+    }
+
+    #[test]
+    fn hex_input_is_parsed_with_precise_errors() {
+        assert_eq!(parse_hex(b"0a FF\n10"), Ok(vec![0x0a, 0xff, 0x10]));
+        let err = parse_hex(b"0a zz").expect_err("bad digit");
+        assert!(
+            err.contains("'z' at text position 3 (byte offset 1)"),
+            "{err}"
+        );
+        let err = parse_hex(b"0a f").expect_err("odd");
+        assert!(err.contains("text position 3"), "{err}");
+    }
+}
