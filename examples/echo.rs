@@ -74,8 +74,9 @@ struct Args {
     /// Concurrent sending peers against the one echo server.
     #[arg(long, default_value_t = 1)]
     peers: u32,
-    /// Frames each sender keeps in flight.
-    #[arg(long, default_value_t = 32)]
+    /// Frames each sender keeps in flight (more adds queueing to the
+    /// round trip; fewer leaves the two peers idle in turn).
+    #[arg(long, default_value_t = 8)]
     window: u32,
     /// Write the bytes the first sender put on the wire to FILE.
     #[arg(long, value_name = "FILE")]
@@ -231,7 +232,10 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
         };
         clients.push(tokio::spawn(client::<P>(job)));
     }
-    let mut report = Report::default();
+    let mut report = Report {
+        window: args.window.max(1),
+        ..Report::default()
+    };
     let mut captured = None;
     let deadline = tokio::time::Instant::now() + bound;
     for handle in clients {
@@ -617,6 +621,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tee<T> {
 
 #[derive(Debug, Default)]
 struct Report {
+    window: u32,
     outcomes: Vec<Outcome>,
     errors: Vec<String>,
 }
@@ -694,7 +699,12 @@ impl Report {
             bytes as f64 / 1e6 / secs,
             secs
         );
-        println!("  round trip   p50 {}, p99 {}", pct(0.50), pct(0.99));
+        println!(
+            "  round trip   p50 {}, p99 {} (up to {} frames in flight per peer)",
+            pct(0.50),
+            pct(0.99),
+            self.window
+        );
         println!(
             "  problems     rejected {rejected}, lost {lost}, altered {altered}, reordered {reordered}"
         );
