@@ -561,7 +561,7 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
         assert!(matches!(r.result, Err(Rejected::UnexpectedHandshake(_))));
 
         // Clean close.
-        drop(client);
+        client.close().await.expect("close");
         assert!(server.recv().await.expect("clean").is_none());
     })
     .await

@@ -245,6 +245,16 @@ where
         SinkExt::<Bytes>::flush(&mut self.framed).await
     }
 
+    /// Flushes and shuts down the write side; the peer's
+    /// [`recv`](Connection::recv) then returns `Ok(None)`.
+    ///
+    /// # Errors
+    ///
+    /// [`FrameError::Io`].
+    pub async fn close(&mut self) -> Result<(), FrameError> {
+        SinkExt::<Bytes>::close(&mut self.framed).await
+    }
+
     /// Receives the next frame and verifies it ([`verify_frame`]).
     /// `Ok(None)` when the peer closed cleanly.
     ///
