@@ -21,7 +21,9 @@
 //!
 //! In two-terminal mode the challenge is addressed with
 //! `Audience::Discover(BLAKE3("bijou-frame echo"))`, so A needs no key from
-//! B; in-process, A addresses B's key (`Audience::Known`).
+//! B, or, with `--server-id <the id B printed>`, to B's key
+//! (`Audience::Known`), which A then checks the response against.
+//! In-process, A always addresses B's key.
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -62,6 +64,12 @@ struct Args {
     /// Only run the sender(s) (peer A), against an echo server at ADDR.
     #[arg(long, value_name = "ADDR")]
     connect: Option<SocketAddr>,
+    /// With --connect: the server's peer id (64 hex digits, printed by
+    /// --listen). The challenge is then addressed to that key and the
+    /// response must be signed by it; without it, any server offering the
+    /// echo discovery id is accepted.
+    #[arg(long, value_name = "PEER_ID", requires = "connect", value_parser = parse_peer_id)]
+    server_id: Option<PeerId>,
     /// Frames each sending peer sends.
     #[arg(long, default_value_t = 1000)]
     count: u64,
@@ -128,6 +136,23 @@ impl BlobSize {
             },
         }
     }
+}
+
+fn parse_peer_id(s: &str) -> Result<PeerId, String> {
+    let s = s.trim();
+    if s.len() != 64 || !s.is_ascii() {
+        return Err(format!(
+            "expected 64 hex digits, got {} characters",
+            s.len()
+        ));
+    }
+    let mut bytes = [0u8; 32];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        let pair = s.get(2 * i..2 * i + 2).unwrap_or_default();
+        *b = u8::from_str_radix(pair, 16)
+            .map_err(|_| format!("invalid hex {pair:?} at position {}", 2 * i))?;
+    }
+    Ok(PeerId::from_bytes(bytes))
 }
 
 /// The discovery id both sides use in two-terminal mode.
@@ -199,9 +224,10 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
             (addr, Some(server))
         }
     };
-    let audience = match &server {
-        Some(s) => Audience::Known(s.key.peer_id()),
-        None => Audience::Discover(discovery_id()),
+    let audience = match (&server, args.server_id) {
+        (Some(s), _) => Audience::Known(s.key.peer_id()),
+        (None, Some(id)) => Audience::Known(id),
+        (None, None) => Audience::Discover(discovery_id()),
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     println!(
@@ -778,6 +804,14 @@ mod tests {
         assert_eq!(&capture[..6], b"\x9eSUH\0\x00");
         // 40 commits with 512-byte blobs follow.
         assert!(capture.len() > 158 + 40 * 512);
+    }
+
+    #[test]
+    fn server_ids_parse_from_hex() {
+        let id = PeerId::from_bytes([0xAB; 32]);
+        assert_eq!(parse_peer_id(&id.to_string()), Ok(id));
+        assert!(parse_peer_id("abcd").is_err());
+        assert!(parse_peer_id(&"zz".repeat(32)).is_err());
     }
 
     #[test]
