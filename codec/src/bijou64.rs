@@ -245,6 +245,10 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 /// ```
 #[inline]
 pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
+    if value < OFFSETS[1] {
+        out.push(value as u8);
+        return;
+    }
     let (bytes, len) = encode_array(value);
     // One fixed-size copy and a truncate beat a variable-length copy.
     let start = out.len();
@@ -294,6 +298,14 @@ pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
 pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {
     let mut pos = 0usize;
     for (i, &value) in values.iter().enumerate() {
+        // One-byte values skip the tier lookup and the 9-byte window.
+        if value < OFFSETS[1] {
+            if let Some(slot) = out.get_mut(pos) {
+                *slot = value as u8;
+                pos += 1;
+                continue;
+            }
+        }
         let (bytes, len) = encode_array(value);
         if let Some(window) = out.get_mut(pos..pos + MAX_LEN) {
             window.copy_from_slice(&bytes);

@@ -146,6 +146,10 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 /// ```
 #[inline]
 pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
+    if value < 0x80 {
+        out.push(value as u8);
+        return;
+    }
     let (bytes, len) = encode_array(value);
     let start = out.len();
     out.extend_from_slice(&bytes);
@@ -175,6 +179,14 @@ pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
 pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {
     let mut pos = 0usize;
     for (i, &value) in values.iter().enumerate() {
+        // One-byte values skip the spreading and the 10-byte window.
+        if value < 0x80 {
+            if let Some(slot) = out.get_mut(pos) {
+                *slot = value as u8;
+                pos += 1;
+                continue;
+            }
+        }
         let (bytes, len) = encode_array(value);
         if let Some(window) = out.get_mut(pos..pos + MAX_LEN) {
             window.copy_from_slice(&bytes);
@@ -208,7 +220,7 @@ pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSm
 /// let bad = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x03];
 /// assert_eq!(decode(&bad), Err(DecodeError::Overflow { last_byte: 0x03 }));
 /// ```
-#[inline]
+#[inline(always)]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     let (value, len) = decode_lax(buf)?;
     // Overlong iff the last byte carries no bits (only possible for len > 1).
@@ -226,7 +238,7 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 ///
 /// [`DecodeError::Incomplete`], [`DecodeError::Overflow`] or
 /// [`DecodeError::TooLong`].
-#[inline]
+#[inline(always)]
 pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     // A byte at a time with an early exit, unrolled. Each exit is a
     // predicted branch, so in a stream whose lengths repeat the CPU knows
