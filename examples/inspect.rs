@@ -4,9 +4,9 @@
 //! signed digest.
 //!
 //! ```text
-//! cargo run --example echo -- --count 3 --capture /tmp/echo.cap
-//! cargo run --example inspect -- /tmp/echo.cap
-//! xxd -p /tmp/echo.cap | cargo run --example inspect -- --hex
+//! cargo run --example echo -- --count 3 --capture echo.cap
+//! cargo run --example inspect -- echo.cap
+//! xxd -p echo.cap | cargo run --example inspect -- --hex
 //! ```
 //!
 //! # Capture format
