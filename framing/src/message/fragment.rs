@@ -33,7 +33,10 @@
 use bijou_codec::{ReadError, Reader, WriteError, Writer};
 use bijou_signing::{BlobMeta, Digest, HasBlobMeta, Payload};
 
-use super::{fields::sorted_unique, CommitId, Scoped, SedimentreeId};
+use super::{
+    fields::{read_ids, sorted_unique},
+    CommitId, Scoped, SedimentreeId,
+};
 
 /// Length of a [`Checkpoint`] on the wire.
 pub const CHECKPOINT_LEN: usize = 12;
@@ -160,13 +163,13 @@ impl Payload for Fragment {
         let boundary_count = r.u8("boundary_count")?;
         let checkpoint_count = r.u16("checkpoint_count")?;
         let size = r.bijou64("blob_size")?;
-        let boundary = r.ascending_arrays::<32>("boundary", boundary_count.into())?;
+        let boundary = read_ids(r, "boundary", boundary_count.into())?;
         let checkpoints =
             r.ascending_arrays::<CHECKPOINT_LEN>("checkpoints", checkpoint_count.into())?;
         Ok(Self {
             sedimentree_id,
             head,
-            boundary: boundary.into_iter().map(CommitId::new).collect(),
+            boundary,
             checkpoints: checkpoints.into_iter().map(Checkpoint).collect(),
             blob_meta: BlobMeta::new(Digest::from_bytes(digest), size),
         })

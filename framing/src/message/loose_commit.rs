@@ -43,7 +43,10 @@
 use bijou_codec::{ReadError, Reader, WriteError, Writer};
 use bijou_signing::{BlobMeta, Digest, HasBlobMeta, Payload};
 
-use super::{fields::sorted_unique, CommitId, Scoped, SedimentreeId};
+use super::{
+    fields::{read_ids, sorted_unique},
+    CommitId, Scoped, SedimentreeId,
+};
 
 /// A commit: which document, which head, its parents, and the blob that
 /// holds the change; see the [module docs](self).
@@ -128,11 +131,11 @@ impl Payload for LooseCommit {
         let digest = r.array("blob_digest")?;
         let count = r.u8("parent_count")?;
         let size = r.bijou64("blob_size")?;
-        let parents = r.ascending_arrays::<32>("parents", count.into())?;
+        let parents = read_ids(r, "parents", count.into())?;
         Ok(Self {
             sedimentree_id,
             head,
-            parents: parents.into_iter().map(CommitId::new).collect(),
+            parents,
             blob_meta: BlobMeta::new(Digest::from_bytes(digest), size),
         })
     }
