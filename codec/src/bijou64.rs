@@ -52,7 +52,7 @@
 //! );
 //! ```
 
-use crate::BufferTooSmall;
+use crate::{varint, BufferTooSmall};
 
 /// The longest encoding, in bytes (tier 8: tag plus eight payload bytes).
 pub const MAX_LEN: usize = 9;
@@ -223,17 +223,7 @@ pub const fn encode_array(value: u64) -> ([u8; MAX_LEN], usize) {
 /// ```
 #[inline]
 pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
-    let (bytes, len) = encode_array(value);
-    match (out.get_mut(..len), bytes.get(..len)) {
-        (Some(dst), Some(src)) => {
-            dst.copy_from_slice(src);
-            Ok(len)
-        }
-        _ => Err(BufferTooSmall {
-            needed: len,
-            have: out.len(),
-        }),
-    }
+    varint::encode_to_slice::<Bijou64>(value, out)
 }
 
 /// Appends the encoding of `value` to `out`.
@@ -245,15 +235,7 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 /// ```
 #[inline]
 pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
-    if value < OFFSETS[1] {
-        out.push(value as u8);
-        return;
-    }
-    let (bytes, len) = encode_array(value);
-    // One fixed-size copy and a truncate beat a variable-length copy.
-    let start = out.len();
-    out.extend_from_slice(&bytes);
-    out.truncate(start + len);
+    varint::encode_to_vec::<Bijou64>(value, out);
 }
 
 /// Appends the encoding of `value` to any [`bytes::BufMut`].
@@ -272,9 +254,7 @@ pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
 #[cfg(feature = "bytes")]
 #[inline]
 pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
-    let (bytes, len) = encode_array(value);
-    let (head, _) = bytes.split_at(len);
-    buf.put_slice(head);
+    varint::encode::<Bijou64, B>(value, buf);
 }
 
 /// Encodes every value of `values` back to back into `out`, returning the
@@ -296,32 +276,7 @@ pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
 /// assert_eq!(&out[..n], &[0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0]);
 /// ```
 pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {
-    let mut pos = 0usize;
-    for (i, &value) in values.iter().enumerate() {
-        // One-byte values skip the tier lookup and the 9-byte window.
-        if value < OFFSETS[1] {
-            if let Some(slot) = out.get_mut(pos) {
-                *slot = value as u8;
-                pos += 1;
-                continue;
-            }
-        }
-        let (bytes, len) = encode_array(value);
-        if let Some(window) = out.get_mut(pos..pos + MAX_LEN) {
-            window.copy_from_slice(&bytes);
-        } else {
-            let rest = out.get_mut(pos..).unwrap_or_default();
-            if encode_to_slice(value, rest).is_err() {
-                let tail: usize = values.iter().skip(i).map(|&v| encoded_len(v)).sum();
-                return Err(BufferTooSmall {
-                    needed: pos + tail,
-                    have: out.len(),
-                });
-            }
-        }
-        pos += len;
-    }
-    Ok(pos)
+    varint::encode_slice::<Bijou64>(values, out)
 }
 
 /// Completes a decode once the tag and the (up to) eight bytes after it are
@@ -639,6 +594,25 @@ impl Iterator for DecodeIter<'_> {
 }
 
 impl core::iter::FusedIterator for DecodeIter<'_> {}
+
+/// This format, for the encoders shared with the other varint.
+struct Bijou64;
+
+impl varint::Format for Bijou64 {
+    const MAX_LEN: usize = MAX_LEN;
+    const ONE_BYTE_BELOW: u64 = OFFSETS[1];
+    type Scratch = [u8; MAX_LEN];
+
+    #[inline(always)]
+    fn encode_array(value: u64) -> (Self::Scratch, usize) {
+        encode_array(value)
+    }
+
+    #[inline(always)]
+    fn encoded_len(value: u64) -> usize {
+        encoded_len(value)
+    }
+}
 
 #[cfg(test)]
 mod tests {

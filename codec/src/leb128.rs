@@ -31,7 +31,7 @@
 //! assert_eq!(decode_lax(&[0x80, 0x00]), Ok((0, 2)));
 //! ```
 
-use crate::BufferTooSmall;
+use crate::{varint, BufferTooSmall};
 
 /// The longest encoding of a `u64`, in bytes.
 pub const MAX_LEN: usize = 10;
@@ -124,17 +124,7 @@ pub const fn encode_array(value: u64) -> ([u8; MAX_LEN], usize) {
 ///
 /// [`BufferTooSmall`] if `out` is too short; nothing is written then.
 pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
-    let (bytes, len) = encode_array(value);
-    match (out.get_mut(..len), bytes.get(..len)) {
-        (Some(dst), Some(src)) => {
-            dst.copy_from_slice(src);
-            Ok(len)
-        }
-        _ => Err(BufferTooSmall {
-            needed: len,
-            have: out.len(),
-        }),
-    }
+    varint::encode_to_slice::<Leb128>(value, out)
 }
 
 /// Appends the encoding of `value` to `out`.
@@ -146,14 +136,7 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 /// ```
 #[inline]
 pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
-    if value < 0x80 {
-        out.push(value as u8);
-        return;
-    }
-    let (bytes, len) = encode_array(value);
-    let start = out.len();
-    out.extend_from_slice(&bytes);
-    out.truncate(start + len);
+    varint::encode_to_vec::<Leb128>(value, out);
 }
 
 /// Appends the encoding of `value` to any [`bytes::BufMut`].
@@ -164,9 +147,7 @@ pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
 #[cfg(feature = "bytes")]
 #[inline]
 pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
-    let (bytes, len) = encode_array(value);
-    let (head, _) = bytes.split_at(len);
-    buf.put_slice(head);
+    varint::encode::<Leb128, B>(value, buf);
 }
 
 /// Encodes every value of `values` back to back into the pre-sized `out`,
@@ -177,32 +158,7 @@ pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
 ///
 /// [`BufferTooSmall`] with the total length needed.
 pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {
-    let mut pos = 0usize;
-    for (i, &value) in values.iter().enumerate() {
-        // One-byte values skip the spreading and the 10-byte window.
-        if value < 0x80 {
-            if let Some(slot) = out.get_mut(pos) {
-                *slot = value as u8;
-                pos += 1;
-                continue;
-            }
-        }
-        let (bytes, len) = encode_array(value);
-        if let Some(window) = out.get_mut(pos..pos + MAX_LEN) {
-            window.copy_from_slice(&bytes);
-        } else {
-            let rest = out.get_mut(pos..).unwrap_or_default();
-            if encode_to_slice(value, rest).is_err() {
-                let tail: usize = values.iter().skip(i).map(|&v| encoded_len(v)).sum();
-                return Err(BufferTooSmall {
-                    needed: pos + tail,
-                    have: out.len(),
-                });
-            }
-        }
-        pos += len;
-    }
-    Ok(pos)
+    varint::encode_slice::<Leb128>(values, out)
 }
 
 /// Canonically decodes one value from the front of `buf`, returning it and
@@ -348,6 +304,25 @@ impl Iterator for DecodeIter<'_> {
 }
 
 impl core::iter::FusedIterator for DecodeIter<'_> {}
+
+/// This format, for the encoders shared with the other varint.
+struct Leb128;
+
+impl varint::Format for Leb128 {
+    const MAX_LEN: usize = MAX_LEN;
+    const ONE_BYTE_BELOW: u64 = 0x80;
+    type Scratch = [u8; MAX_LEN];
+
+    #[inline(always)]
+    fn encode_array(value: u64) -> (Self::Scratch, usize) {
+        encode_array(value)
+    }
+
+    #[inline(always)]
+    fn encoded_len(value: u64) -> usize {
+        encoded_len(value)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,7 @@ pub mod buf_ext;
 pub mod codec;
 pub mod leb128;
 pub mod reader;
+mod varint;
 pub mod writer;
 
 #[cfg(feature = "bytes")]
