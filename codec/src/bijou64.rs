@@ -316,6 +316,8 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     match *buf {
+        // One-byte values first, whatever follows them.
+        [tag, ..] if tag < FIRST_MULTI_BYTE_TAG => Ok((u64::from(tag), 1)),
         [tag, a, b, c, d, e, f, g, h, ..] => {
             finish_decode(tag, u64::from_be_bytes([a, b, c, d, e, f, g, h]))
         }

@@ -201,6 +201,12 @@ pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     // where the next value starts before this one is assembled; a
     // branch-free length computation would make every value wait for the
     // previous one's bytes instead.
+    // One-byte values first, whatever follows them.
+    if let Some(&first) = buf.first() {
+        if first < 0x80 {
+            return Ok((u64::from(first), 1));
+        }
+    }
     let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, ..] = *buf else {
         return decode_short(buf);
     };
@@ -212,9 +218,6 @@ pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
                 return Ok((value, $index + 1));
             }
         };
-    }
-    if b0 < 0x80 {
-        return Ok((value, 1));
     }
     group!(b1, 1);
     group!(b2, 2);

@@ -33,9 +33,6 @@ pub struct Bijou64;
 
 impl sealed::Sealed for Bijou64 {}
 
-/// The first tag byte of a multi-byte bijou64 encoding.
-const FIRST_TAG: u8 = 0xF8;
-
 impl LengthPrefix for Bijou64 {
     const NAME: &'static str = "bijou64";
     const MAX_LEN: usize = bijou64::MAX_LEN;
@@ -52,25 +49,17 @@ impl LengthPrefix for Bijou64 {
         Some(([a, b, c, d, e, f, g, h, i, 0], n))
     }
 
+    /// The tag fixes the length, so an incomplete prefix reports exactly
+    /// how many bytes are missing and is never scanned.
     #[inline]
     fn decode(src: &[u8]) -> Result<(u64, usize), PrefixError> {
-        // One-byte prefixes (every payload up to 247 bytes) need no call.
-        match src.first() {
-            Some(&first) if first < FIRST_TAG => Ok((u64::from(first), 1)),
-            Some(_) => decode_multi_byte(src),
-            None => Err(PrefixError::Incomplete { needed: 1 }),
+        match bijou64::decode(src) {
+            Ok(decoded) => Ok(decoded),
+            Err(bijou64::DecodeError::Incomplete { needed }) => {
+                Err(PrefixError::Incomplete { needed })
+            }
+            Err(bijou64::DecodeError::Overflow) => Err(PrefixError::Overflow),
         }
-    }
-}
-
-/// A tagged prefix: the tag fixes the length, so an incomplete prefix reports
-/// exactly how many bytes are missing and is never scanned.
-#[inline]
-fn decode_multi_byte(src: &[u8]) -> Result<(u64, usize), PrefixError> {
-    match bijou64::decode(src) {
-        Ok(decoded) => Ok(decoded),
-        Err(bijou64::DecodeError::Incomplete { needed }) => Err(PrefixError::Incomplete { needed }),
-        Err(bijou64::DecodeError::Overflow) => Err(PrefixError::Overflow),
     }
 }
 

@@ -45,27 +45,19 @@ impl LengthPrefix for Leb128 {
 
     #[inline]
     fn decode(src: &[u8]) -> Result<(u64, usize), PrefixError> {
-        match src.first() {
-            // One-byte prefixes (payloads up to 127 bytes) need no call.
-            Some(&first) if first < 0x80 => Ok((u64::from(first), 1)),
-            Some(_) => decode_multi_byte(src),
-            None => Err(PrefixError::Incomplete { needed: 1 }),
-        }
-    }
-}
-
-#[inline]
-fn decode_multi_byte(src: &[u8]) -> Result<(u64, usize), PrefixError> {
-    match leb128::decode(src) {
-        Ok(decoded) => Ok(decoded),
-        Err(leb128::DecodeError::Incomplete { needed }) => Err(PrefixError::Incomplete { needed }),
-        Err(leb128::DecodeError::Overlong { len }) => {
-            Err(PrefixError::NonCanonical { prefix_len: len })
-        }
-        // A 10th byte above 0x01 and an 11th byte both spell a value past
-        // `u64::MAX`.
-        Err(leb128::DecodeError::Overflow { .. } | leb128::DecodeError::TooLong) => {
-            Err(PrefixError::Overflow)
+        match leb128::decode(src) {
+            Ok(decoded) => Ok(decoded),
+            Err(leb128::DecodeError::Incomplete { needed }) => {
+                Err(PrefixError::Incomplete { needed })
+            }
+            Err(leb128::DecodeError::Overlong { len }) => {
+                Err(PrefixError::NonCanonical { prefix_len: len })
+            }
+            // A 10th byte above 0x01 and an 11th byte both spell a value past
+            // `u64::MAX`.
+            Err(leb128::DecodeError::Overflow { .. } | leb128::DecodeError::TooLong) => {
+                Err(PrefixError::Overflow)
+            }
         }
     }
 }
