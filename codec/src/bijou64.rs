@@ -251,7 +251,6 @@ pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
 /// bijou_codec::bijou64::encode(67_000, &mut out);
 /// assert_eq!(&out[..], &[0xFA, 0x00, 0x03, 0xC0]);
 /// ```
-#[cfg(feature = "bytes")]
 #[inline]
 pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
     varint::encode::<Bijou64, B>(value, buf);

@@ -1,4 +1,4 @@
-//! bijou64 on [`bytes::Buf`] and [`bytes::BufMut`] (feature `bytes`).
+//! bijou64 on [`bytes::Buf`] and [`bytes::BufMut`].
 //!
 //! ```
 //! use bijou_codec::{BufExt, BufMutExt};

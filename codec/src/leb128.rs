@@ -144,7 +144,6 @@ pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
 /// # Panics
 ///
 /// As every `BufMut::put_*`: if `buf` lacks room and cannot grow.
-#[cfg(feature = "bytes")]
 #[inline]
 pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
     varint::encode::<Leb128, B>(value, buf);

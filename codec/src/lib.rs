@@ -6,12 +6,13 @@
 //! - [`bijou64`]: the bijective varint (one encoding per value, length
 //!   known from the first byte). The default everywhere.
 //! - [`leb128`]: canonical unsigned LEB128, the comparison variant.
-//! - [`Reader`] / [`Writer`]: field-by-field decoding and encoding of
-//!   fixed layouts, with errors that carry field, offset and need/have.
-//! - [`Codec`]: one type, one wire form; `from_bytes` rejects trailing
-//!   bytes.
-//! - [`BufExt`] / [`BufMutExt`] (feature `bytes`, on by default): bijou64 on
-//!   `bytes::Buf` / `BufMut`.
+//! - [`Wire`]: the one trait every wire type implements: exact length,
+//!   write into any `bytes::BufMut`, strict read from a [`Reader`];
+//!   `decode` rejects trailing bytes.
+//! - [`Reader`] / [`Writer`]: field-by-field decoding (zero-copy over the
+//!   frame's `Bytes`, absolute offsets) and encoding (counts never
+//!   truncate), with errors that carry field, offset and need/have.
+//! - [`BufExt`] / [`BufMutExt`]: bijou64 on `bytes::Buf` / `BufMut`.
 //!
 //! ```
 //! use bijou_codec::{bijou64, Reader};
@@ -20,6 +21,7 @@
 //! bijou64::encode_to_vec(66_040, &mut wire);
 //! assert_eq!(wire, [0xFA, 0x00, 0x00, 0x00]);
 //!
+//! let wire = bytes::Bytes::from(wire);
 //! let mut r = Reader::new(&wire);
 //! assert_eq!(r.bijou64("len"), Ok(66_040));
 //! assert_eq!(r.finish(), Ok(()));
@@ -35,19 +37,17 @@
 extern crate alloc;
 
 pub mod bijou64;
-#[cfg(feature = "bytes")]
 pub mod buf_ext;
-pub mod codec;
 pub mod leb128;
 pub mod reader;
 mod varint;
+pub mod wire;
 pub mod writer;
 
-#[cfg(feature = "bytes")]
 pub use buf_ext::{BufExt, BufMutExt};
-pub use codec::Codec;
 pub use reader::{ReadError, Reader};
-pub use writer::{WriteError, Writer};
+pub use wire::Wire;
+pub use writer::{count, WriteError, Writer};
 
 /// An output slice too short for what had to be written into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -6,25 +6,31 @@
 //!                       |-- u16 --|-- bijou64 --|-- [u8;32] --| ...
 //! ```
 //!
-//! Every read names the field it is reading, so an error says *what* failed
-//! and *where*: `truncated reading blob_size (bijou64) at offset 97: need 3
-//! bytes, have 1`. Offsets are absolute in the outermost buffer, also for
-//! sub-readers made with [`Reader::sub`]. [`Reader::finish`] rejects
-//! trailing bytes; call it whenever a message must use its input exactly.
+//! The reader borrows the whole frame's [`Bytes`]. Every read names the
+//! field it is reading, so an error says *what* failed and *where*:
+//! `truncated reading blob_size at offset 97: need 3 bytes, have 1`.
+//! Offsets are absolute in the frame, also inside embedded values and
+//! sub-readers made with [`Reader::sub`]. Variable-length fields come out
+//! borrowed ([`Reader::bytes`]) or as zero-copy slices of the frame
+//! ([`Reader::shared`]). [`Reader::finish`] rejects trailing bytes; call it
+//! whenever a message must use its input exactly.
 //!
 //! Fixed-width integers are big-endian, as in every Subduction layout.
 //!
 //! ```
 //! use bijou_codec::{Reader, ReadError};
+//! use bytes::Bytes;
 //!
-//! let bytes = [0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB];
-//! let mut r = Reader::new(&bytes);
+//! let frame = Bytes::from_static(&[0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB]);
+//! let mut r = Reader::new(&frame);
 //! assert_eq!(r.u16("count")?, 2);
 //! assert_eq!(r.bijou64("size")?, 300);
-//! assert_eq!(r.bytes("blob", 2)?, &[0xAA, 0xBB]);
+//! let blob: Bytes = r.shared("blob", 2)?; // zero-copy slice of `frame`
+//! assert_eq!(blob, [0xAA, 0xBB][..]);
 //! r.finish()?;
 //!
-//! let mut r = Reader::new(&bytes[..3]);
+//! let short = frame.slice(..3);
+//! let mut r = Reader::new(&short);
 //! r.u16("count")?;
 //! assert_eq!(
 //!     r.bijou64("size"),
@@ -32,6 +38,8 @@
 //! );
 //! # Ok::<(), ReadError>(())
 //! ```
+
+use bytes::Bytes;
 
 use crate::bijou64;
 
@@ -103,39 +111,43 @@ pub enum ReadError {
     },
 }
 
-/// A zero-copy cursor over a byte slice; see the [module docs](self).
+/// A zero-copy cursor over a frame; see the [module docs](self).
+///
+/// It borrows the frame's [`Bytes`] handle, so a field can come out either
+/// borrowed ([`Reader::bytes`]) or as a zero-copy, reference-counted slice
+/// of the frame ([`Reader::shared`]), without the caller passing the frame
+/// alongside.
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
-    buf: &'a [u8],
+    frame: &'a Bytes,
+    /// Absolute index of the next unread byte in `frame`.
     pos: usize,
-    /// Absolute offset of `buf[0]` in the outermost buffer.
-    base: usize,
+    /// Absolute end of this reader's region (`frame.len()`, or less for a
+    /// [`Reader::sub`] reader).
+    end: usize,
 }
 
 impl<'a> Reader<'a> {
-    /// A reader over all of `buf`, at offset 0.
+    /// A reader over all of `frame`, at offset 0.
     #[must_use]
-    pub fn new(buf: &'a [u8]) -> Self {
-        Self::with_base(buf, 0)
+    pub fn new(frame: &'a Bytes) -> Self {
+        Self {
+            frame,
+            pos: 0,
+            end: frame.len(),
+        }
     }
 
-    /// A reader over `buf` that reports offsets as if `buf` started at
-    /// `base` in a larger buffer.
-    #[must_use]
-    pub fn with_base(buf: &'a [u8], base: usize) -> Self {
-        Self { buf, pos: 0, base }
-    }
-
-    /// Absolute offset of the next unread byte.
+    /// Absolute offset of the next unread byte in the frame.
     #[must_use]
     pub fn offset(&self) -> usize {
-        self.base.saturating_add(self.pos)
+        self.pos
     }
 
     /// Bytes not yet read.
     #[must_use]
     pub fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.end.saturating_sub(self.pos)
     }
 
     /// Whether every byte has been read.
@@ -147,7 +159,29 @@ impl<'a> Reader<'a> {
     /// The unread bytes, without consuming them.
     #[must_use]
     pub fn rest(&self) -> &'a [u8] {
-        self.buf.get(self.pos..).unwrap_or_default()
+        self.frame.get(self.pos..self.end).unwrap_or_default()
+    }
+
+    /// The frame bytes from absolute offset `start` up to the next unread
+    /// byte, as a zero-copy slice of the frame: the exact bytes of a value
+    /// read since `start` (a signed payload keeps its received bytes this
+    /// way). Empty if `start` is not behind the cursor.
+    #[must_use]
+    pub fn shared_since(&self, start: usize) -> Bytes {
+        if start <= self.pos {
+            self.frame.slice(start..self.pos)
+        } else {
+            Bytes::new()
+        }
+    }
+
+    /// The next `N` bytes as an array, without consuming them (`None` if
+    /// fewer remain). For dispatching on a schema or tag.
+    #[must_use]
+    pub fn peek_array<const N: usize>(&self) -> Option<[u8; N]> {
+        self.rest()
+            .get(..N)
+            .and_then(|bytes| <[u8; N]>::try_from(bytes).ok())
     }
 
     /// Consumes the reader; fails if any byte is left unread.
@@ -174,7 +208,20 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The next `len` bytes, borrowed from the input.
+    /// Advances by `len` bytes and returns the absolute range they cover.
+    #[inline]
+    fn advance(&mut self, field: &'static str, len: usize) -> Result<(usize, usize), ReadError> {
+        match self.pos.checked_add(len) {
+            Some(end) if end <= self.end => {
+                let start = self.pos;
+                self.pos = end;
+                Ok((start, end))
+            }
+            _ => Err(self.truncated(field, len)),
+        }
+    }
+
+    /// The next `len` bytes, borrowed from the frame.
     ///
     /// # Errors
     ///
@@ -182,16 +229,34 @@ impl<'a> Reader<'a> {
     /// does not advance then.
     #[inline]
     pub fn bytes(&mut self, field: &'static str, len: usize) -> Result<&'a [u8], ReadError> {
-        let end = self
-            .pos
-            .checked_add(len)
-            .ok_or_else(|| self.truncated(field, len))?;
-        let out = self
-            .buf
-            .get(self.pos..end)
-            .ok_or_else(|| self.truncated(field, len))?;
-        self.pos = end;
-        Ok(out)
+        let (start, end) = self.advance(field, len)?;
+        let frame: &'a Bytes = self.frame;
+        Ok(frame.get(start..end).unwrap_or_default())
+    }
+
+    /// The next `len` bytes as a zero-copy [`Bytes`] slice of the frame
+    /// (a reference count, no copy): for blobs and embedded payloads that
+    /// outlive the decode.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `len` bytes remain.
+    #[inline]
+    pub fn shared(&mut self, field: &'static str, len: usize) -> Result<Bytes, ReadError> {
+        let (start, end) = self.advance(field, len)?;
+        Ok(self.frame.slice(start..end))
+    }
+
+    /// Like [`Reader::shared`] with a length read off the wire as `u64`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] if fewer than `len` bytes remain (a `len`
+    /// beyond `usize` reports `need: usize::MAX`).
+    #[inline]
+    pub fn shared_u64(&mut self, field: &'static str, len: u64) -> Result<Bytes, ReadError> {
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        self.shared(field, len)
     }
 
     /// Like [`Reader::bytes`] with a length read off the wire as `u64`.
@@ -207,16 +272,19 @@ impl<'a> Reader<'a> {
     }
 
     /// A reader over the next `len` bytes, consumed from this one. Offsets
-    /// in its errors stay absolute. Use it for a size-delimited region whose
+    /// stay absolute in the frame. Use it for a size-delimited region whose
     /// contents must be used exactly (call `finish` on it).
     ///
     /// # Errors
     ///
     /// [`ReadError::Truncated`] if fewer than `len` bytes remain.
     pub fn sub(&mut self, field: &'static str, len: usize) -> Result<Reader<'a>, ReadError> {
-        let base = self.offset();
-        let buf = self.bytes(field, len)?;
-        Ok(Reader::with_base(buf, base))
+        let (start, end) = self.advance(field, len)?;
+        Ok(Reader {
+            frame: self.frame,
+            pos: start,
+            end,
+        })
     }
 
     /// The next `N` bytes as a borrowed array.
@@ -300,7 +368,7 @@ impl<'a> Reader<'a> {
     pub fn bijou64(&mut self, field: &'static str) -> Result<u64, ReadError> {
         match bijou64::decode(self.rest()) {
             Ok((value, used)) => {
-                self.pos += used;
+                self.pos = self.pos.saturating_add(used);
                 Ok(value)
             }
             Err(bijou64::DecodeError::Incomplete { needed }) => {
@@ -324,7 +392,8 @@ impl<'a> Reader<'a> {
     /// [`ReadError::Truncated`] with `need = count * elem_size` (saturating).
     ///
     /// ```
-    /// let mut r = bijou_codec::Reader::new(&[0u8; 64]);
+    /// let frame = bytes::Bytes::from_static(&[0u8; 64]);
+    /// let mut r = bijou_codec::Reader::new(&frame);
     /// assert_eq!(r.capacity_for("parents", 2, 32), Ok(2));
     /// assert!(r.capacity_for("parents", 3, 32).is_err());
     /// ```
@@ -377,7 +446,7 @@ mod tests {
 
     #[test]
     fn sub_reader_reports_absolute_offsets() {
-        let bytes = [1, 2, 3, 4, 5];
+        let bytes = Bytes::from_static(&[1, 2, 3, 4, 5]);
         let mut r = Reader::new(&bytes);
         r.u8("a").unwrap();
         let mut inner = r.sub("inner", 3).unwrap();
@@ -403,7 +472,8 @@ mod tests {
 
     #[test]
     fn failed_reads_do_not_advance() {
-        let mut r = Reader::new(&[0xF9, 0x00]);
+        let frame = Bytes::from_static(&[0xF9, 0x00]);
+        let mut r = Reader::new(&frame);
         assert!(r.bijou64("v").is_err());
         assert!(r.u32("v").is_err());
         assert_eq!(r.offset(), 0);
@@ -412,7 +482,8 @@ mod tests {
 
     #[test]
     fn huge_counts_are_refused_before_allocation() {
-        let mut r = Reader::new(&[0u8; 10]);
+        let frame = Bytes::from_static(&[0u8; 10]);
+        let mut r = Reader::new(&frame);
         assert_eq!(
             r.ascending_arrays::<32>("parents", u64::MAX),
             Err(ReadError::Truncated {
@@ -427,7 +498,8 @@ mod tests {
 
     #[test]
     fn ascending_arrays_reject_duplicates_and_disorder() {
-        let mut r = Reader::new(&[1, 2, 2]);
+        let frame = Bytes::from_static(&[1, 2, 2]);
+        let mut r = Reader::new(&frame);
         assert_eq!(
             r.ascending_arrays::<1>("ids", 3),
             Err(ReadError::NotAscending {
@@ -436,9 +508,11 @@ mod tests {
                 index: 2
             })
         );
-        let mut r = Reader::new(&[1, 3, 2]);
+        let frame = Bytes::from_static(&[1, 3, 2]);
+        let mut r = Reader::new(&frame);
         assert!(r.ascending_arrays::<1>("ids", 3).is_err());
-        let mut r = Reader::new(&[1, 2, 3]);
+        let frame = Bytes::from_static(&[1, 2, 3]);
+        let mut r = Reader::new(&frame);
         assert_eq!(
             r.ascending_arrays::<1>("ids", 3),
             Ok(alloc::vec![[1], [2], [3]])

@@ -53,7 +53,6 @@ pub(crate) fn encode_to_vec<F: Format>(value: u64, out: &mut Vec<u8>) {
 }
 
 /// Appends the encoding to any `BufMut`.
-#[cfg(feature = "bytes")]
 #[inline]
 pub(crate) fn encode<F: Format, B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
     let (bytes, len) = F::encode_array(value);

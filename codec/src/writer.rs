@@ -1,34 +1,60 @@
-//! The encoding twin of [`Reader`](crate::Reader): appends fields to a
-//! `Vec<u8>`, big-endian, and never truncates.
+//! The encoding twin of [`Reader`](crate::Reader): writes fields into any
+//! [`bytes::BufMut`], big-endian, and never truncates.
 //!
 //! Counts are the one place an encoder could silently lose information
 //! (`len as u16`). [`Writer::count_u8`], [`Writer::count_u16`] and
 //! [`Writer::count_u32`] check the value fits and fail with
 //! [`WriteError::CountTooLarge`] instead.
 //!
+//! A `Writer` is only made by [`Wire::encode_into`](crate::Wire::encode_into)
+//! (and the methods built on it), after the value's exact length has been
+//! computed, every count checked and the buffer's capacity confirmed, so
+//! writing never panics on a short buffer and an error leaves the buffer
+//! untouched.
+//!
 //! ```
-//! use bijou_codec::{Writer, WriteError};
+//! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
+//! use bytes::{BufMut, Bytes};
+//!
+//! /// `Count u16 | bijou64 | byte`.
+//! struct Example { ids: Vec<u8>, size: u64 }
+//!
+//! impl Wire for Example {
+//!     type Error = ReadError;
+//!     fn wire_len(&self) -> Result<usize, WriteError> {
+//!         bijou_codec::count::u16("ids", self.ids.len())?;
+//!         Ok(2 + bijou_codec::bijou64::encoded_len(self.size) + self.ids.len())
+//!     }
+//!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+//!         w.count_u16("ids", self.ids.len())?;
+//!         w.bijou64(self.size);
+//!         w.bytes(&self.ids);
+//!         Ok(())
+//!     }
+//!     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+//!         let count = r.u16("count")?;
+//!         let size = r.bijou64("size")?;
+//!         Ok(Example { ids: r.bytes("ids", count.into())?.to_vec(), size })
+//!     }
+//! }
+//!
+//! let wire = Example { ids: vec![0xAA], size: 300 }.encode()?;
+//! assert_eq!(wire, [0x00, 0x01, 0xF8, 0x34, 0xAA][..]);
 //!
 //! let mut out = Vec::new();
-//! let mut w = Writer::new(&mut out);
-//! w.count_u16("parents", 2)?;
-//! w.bijou64(300);
-//! w.bytes(&[0xAA]);
-//! assert_eq!(out, [0x00, 0x02, 0xF8, 0x34, 0xAA]);
-//!
-//! let mut w = Writer::new(&mut out);
 //! assert_eq!(
-//!     w.count_u8("parents", 256),
-//!     Err(WriteError::CountTooLarge { field: "parents", len: 256, max: 255 })
+//!     Example { ids: vec![0; 65_536], size: 0 }.encode_into(&mut out),
+//!     Err(WriteError::CountTooLarge { field: "ids", len: 65_536, max: 65_535 })
 //! );
+//! assert!(out.is_empty()); // nothing written on error
 //! # Ok::<(), WriteError>(())
 //! ```
 
-use alloc::vec::Vec;
+use bytes::BufMut;
 
 use crate::bijou64;
 
-/// Why a message could not be encoded.
+/// Why a value could not be encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
@@ -42,64 +68,69 @@ pub enum WriteError {
         /// The largest the field can carry.
         max: u64,
     },
+    /// The output buffer cannot take the encoded value (a fixed-size
+    /// `BufMut` such as `&mut [u8]`); nothing was written.
+    #[error("output buffer too small: need {need} bytes, have {have}")]
+    BufferTooSmall {
+        /// Bytes the encoding needs.
+        need: usize,
+        /// Bytes the buffer can take.
+        have: usize,
+    },
 }
 
-/// Appends fields to a borrowed `Vec<u8>`; see the [module docs](self).
+/// Writes fields into a [`BufMut`]; see the [module docs](self).
 #[derive(Debug)]
-pub struct Writer<'a> {
-    out: &'a mut Vec<u8>,
+pub struct Writer<'a, B: ?Sized> {
+    out: &'a mut B,
 }
 
-impl<'a> Writer<'a> {
-    /// A writer appending to `out`.
-    pub fn new(out: &'a mut Vec<u8>) -> Self {
+impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
+    /// Only [`Wire::encode_into`](crate::Wire::encode_into) makes writers,
+    /// after checking the buffer can take the whole value.
+    pub(crate) fn new(out: &'a mut B) -> Self {
         Self { out }
     }
 
-    /// Bytes in the underlying buffer (including any present before).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.out.len()
-    }
-
-    /// Whether the underlying buffer is empty.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.out.is_empty()
-    }
-
     /// Raw bytes, as they are.
+    #[inline]
     pub fn bytes(&mut self, bytes: &[u8]) {
-        self.out.extend_from_slice(bytes);
+        self.out.put_slice(bytes);
     }
 
     /// One byte.
+    #[inline]
     pub fn u8(&mut self, value: u8) {
-        self.out.push(value);
+        self.out.put_u8(value);
     }
 
     /// A big-endian `u16`.
+    #[inline]
     pub fn u16(&mut self, value: u16) {
-        self.bytes(&value.to_be_bytes());
+        self.out.put_u16(value);
     }
 
     /// A big-endian `u32`.
+    #[inline]
     pub fn u32(&mut self, value: u32) {
-        self.bytes(&value.to_be_bytes());
+        self.out.put_u32(value);
     }
 
     /// A big-endian `u64`.
+    #[inline]
     pub fn u64(&mut self, value: u64) {
-        self.bytes(&value.to_be_bytes());
+        self.out.put_u64(value);
     }
 
     /// A bijou64 value.
+    #[inline]
     pub fn bijou64(&mut self, value: u64) {
-        bijou64::encode_to_vec(value, self.out);
+        bijou64::encode(value, self.out);
     }
 
     /// A length as bijou64 (`usize` always fits in `u64` on supported
     /// targets; a wider `usize` saturates, which no real buffer reaches).
+    #[inline]
     pub fn bijou64_len(&mut self, len: usize) {
         self.bijou64(u64::try_from(len).unwrap_or(u64::MAX));
     }
@@ -110,7 +141,7 @@ impl<'a> Writer<'a> {
     ///
     /// [`WriteError::CountTooLarge`] if `len > 255`; nothing is written.
     pub fn count_u8(&mut self, field: &'static str, len: usize) -> Result<(), WriteError> {
-        let value = u8::try_from(len).map_err(|_| too_large(field, len, u8::MAX.into()))?;
+        let value = count::u8(field, len)?;
         self.u8(value);
         Ok(())
     }
@@ -121,7 +152,7 @@ impl<'a> Writer<'a> {
     ///
     /// [`WriteError::CountTooLarge`] if `len > 65535`; nothing is written.
     pub fn count_u16(&mut self, field: &'static str, len: usize) -> Result<(), WriteError> {
-        let value = u16::try_from(len).map_err(|_| too_large(field, len, u16::MAX.into()))?;
+        let value = count::u16(field, len)?;
         self.u16(value);
         Ok(())
     }
@@ -132,32 +163,51 @@ impl<'a> Writer<'a> {
     ///
     /// [`WriteError::CountTooLarge`] if `len > u32::MAX`; nothing is written.
     pub fn count_u32(&mut self, field: &'static str, len: usize) -> Result<(), WriteError> {
-        let value = u32::try_from(len).map_err(|_| too_large(field, len, u32::MAX.into()))?;
+        let value = count::u32(field, len)?;
         self.u32(value);
         Ok(())
     }
+}
 
-    /// Overwrites 4 already-written bytes at `at` with a big-endian `u32`,
-    /// for size fields known only once the rest is written (such as a
-    /// message's total size).
+/// Count checks without writing, for [`Wire::wire_len`](crate::Wire::wire_len)
+/// implementations, which validate every count before anything is written.
+///
+/// ```
+/// use bijou_codec::{count, WriteError};
+/// assert_eq!(count::u8("parents", 255), Ok(255));
+/// assert_eq!(
+///     count::u16("ids", 70_000),
+///     Err(WriteError::CountTooLarge { field: "ids", len: 70_000, max: 65_535 })
+/// );
+/// ```
+pub mod count {
+    use super::{too_large, WriteError};
+
+    /// `len` as a one-byte count.
     ///
     /// # Errors
     ///
-    /// [`WriteError::CountTooLarge`] if `value` does not fit a `u32`.
-    /// Returns `Ok(false)` without writing if `at..at + 4` is not inside
-    /// the buffer.
-    pub fn patch_u32(
-        &mut self,
-        field: &'static str,
-        at: usize,
-        value: usize,
-    ) -> Result<bool, WriteError> {
-        let value = u32::try_from(value).map_err(|_| too_large(field, value, u32::MAX.into()))?;
-        let Some(slot) = at.checked_add(4).and_then(|end| self.out.get_mut(at..end)) else {
-            return Ok(false);
-        };
-        slot.copy_from_slice(&value.to_be_bytes());
-        Ok(true)
+    /// [`WriteError::CountTooLarge`] if `len > 255`.
+    pub fn u8(field: &'static str, len: usize) -> Result<u8, WriteError> {
+        u8::try_from(len).map_err(|_| too_large(field, len, u8::MAX.into()))
+    }
+
+    /// `len` as a `u16` count.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::CountTooLarge`] if `len > 65535`.
+    pub fn u16(field: &'static str, len: usize) -> Result<u16, WriteError> {
+        u16::try_from(len).map_err(|_| too_large(field, len, u16::MAX.into()))
+    }
+
+    /// `len` as a `u32` count.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::CountTooLarge`] if `len > u32::MAX`.
+    pub fn u32(field: &'static str, len: usize) -> Result<u32, WriteError> {
+        u32::try_from(len).map_err(|_| too_large(field, len, u32::MAX.into()))
     }
 }
 

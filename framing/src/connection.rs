@@ -23,7 +23,7 @@
 //! use bijou_framing::handshake::{HandshakeConfig, Responder};
 //! use bijou_framing::message::*;
 //! use bijou_framing::{prefix::Bijou64, Connection};
-//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed, Signer};
+//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -53,7 +53,8 @@
 //! # }
 //! ```
 
-use bijou_signing::{PeerId, Signer};
+use bijou_codec::Wire;
+use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
@@ -64,7 +65,7 @@ use crate::handshake::{self, Authenticated, HandshakeConfig, HandshakeError, Res
 use crate::message::{
     Audience, HandshakeMessage, Message, MessageError, SyncMessage, VerifiedItem, VerifyItemError,
 };
-use crate::{prefix::LengthPrefix, FrameCodec, FrameError, SendError};
+use crate::{prefix::LengthPrefix, FrameError, MessageCodec, MessageFrame, SendError};
 
 /// A sync message whose signed items all verified.
 #[derive(Debug, Clone)]
@@ -113,7 +114,12 @@ pub struct Received {
 /// ```
 #[must_use]
 pub fn verify_frame(frame: Bytes) -> Received {
-    let result = match Message::decode(frame.clone()) {
+    verify(MessageFrame::decode(frame))
+}
+
+/// Verifies a decoded frame's signed items.
+fn verify(frame: MessageFrame) -> Received {
+    let result = match frame.message {
         Err(e) => Err(Rejected::Malformed(e)),
         Ok(Message::Handshake(h)) => Err(Rejected::UnexpectedHandshake(Box::new(h))),
         Ok(Message::Sync(message)) => match message.verify() {
@@ -121,13 +127,16 @@ pub fn verify_frame(frame: Bytes) -> Received {
             Err(e) => Err(Rejected::Verify(e)),
         },
     };
-    Received { frame, result }
+    Received {
+        frame: frame.bytes,
+        result,
+    }
 }
 
 /// An authenticated connection; see the [module docs](self).
 #[derive(Debug)]
 pub struct Connection<T, P> {
-    framed: Framed<T, FrameCodec<P>>,
+    framed: Framed<T, MessageCodec<P>>,
     local: PeerId,
     remote: Authenticated,
 }
@@ -143,14 +152,14 @@ where
     /// # Errors
     ///
     /// [`HandshakeError`].
-    pub async fn connect<S: Signer + ?Sized>(
+    pub async fn connect<S: Identity + ?Sized>(
         io: T,
         prefix: P,
         signer: &S,
         audience: Audience,
         config: &HandshakeConfig,
     ) -> Result<Self, HandshakeError> {
-        let mut framed = Framed::new(io, FrameCodec::with_prefix(prefix));
+        let mut framed = Framed::new(io, MessageCodec::with_prefix(prefix));
         let remote = handshake::initiate(&mut framed, signer, audience, config).await?;
         Ok(Self {
             framed,
@@ -166,13 +175,13 @@ where
     ///
     /// [`HandshakeError`]; a refused challenge is
     /// [`HandshakeError::Refused`].
-    pub async fn accept<S: Signer + ?Sized>(
+    pub async fn accept<S: Identity + ?Sized>(
         io: T,
         prefix: P,
         signer: &S,
         responder: &Responder,
     ) -> Result<Self, HandshakeError> {
-        let mut framed = Framed::new(io, FrameCodec::with_prefix(prefix));
+        let mut framed = Framed::new(io, MessageCodec::with_prefix(prefix));
         let remote = handshake::respond(&mut framed, signer, responder).await?;
         Ok(Self {
             framed,
@@ -212,9 +221,7 @@ where
     /// [`SendError`]: the message does not encode, is too large, or the
     /// transport failed.
     pub async fn send(&mut self, msg: &Message) -> Result<(), SendError> {
-        let frame = msg.encode()?;
-        self.framed.send(frame).await?;
-        Ok(())
+        SinkExt::<&Message>::send(&mut self.framed, msg).await
     }
 
     /// Sends one frame's bytes as they are (for example a received frame,
@@ -224,7 +231,7 @@ where
     ///
     /// [`FrameError`]: too large, or the transport failed.
     pub async fn send_frame(&mut self, frame: Bytes) -> Result<(), FrameError> {
-        self.framed.send(frame).await
+        SinkExt::<Bytes>::send(&mut self.framed, frame).await
     }
 
     /// Queues one frame without flushing (see [`Connection::flush`]).
@@ -233,7 +240,7 @@ where
     ///
     /// [`FrameError`]: too large, or the transport failed.
     pub async fn feed_frame(&mut self, frame: Bytes) -> Result<(), FrameError> {
-        self.framed.feed(frame).await
+        SinkExt::<Bytes>::feed(&mut self.framed, frame).await
     }
 
     /// Flushes queued frames.
@@ -264,7 +271,7 @@ where
     pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
         match self.framed.next().await {
             None => Ok(None),
-            Some(frame) => Ok(Some(verify_frame(frame?))),
+            Some(frame) => Ok(Some(verify(frame?))),
         }
     }
 
@@ -286,7 +293,7 @@ where
 /// The sending half of a [`Connection`].
 #[derive(Debug)]
 pub struct ConnectionSender<T, P> {
-    sink: SplitSink<Framed<T, FrameCodec<P>>, Bytes>,
+    sink: SplitSink<Framed<T, MessageCodec<P>>, Bytes>,
 }
 
 impl<T, P> ConnectionSender<T, P>
@@ -345,7 +352,7 @@ where
 /// The receiving half of a [`Connection`].
 #[derive(Debug)]
 pub struct ConnectionReceiver<T, P> {
-    stream: SplitStream<Framed<T, FrameCodec<P>>>,
+    stream: SplitStream<Framed<T, MessageCodec<P>>>,
     remote: Authenticated,
 }
 
@@ -368,7 +375,7 @@ where
     pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
         match self.stream.next().await {
             None => Ok(None),
-            Some(frame) => Ok(Some(verify_frame(frame?))),
+            Some(frame) => Ok(Some(verify(frame?))),
         }
     }
 }

@@ -366,18 +366,29 @@ impl<P: LengthPrefix> Decoder for FrameCodec<P> {
     }
 }
 
-impl<P: LengthPrefix> Encoder<&[u8]> for FrameCodec<P> {
-    type Error = FrameError;
-
-    /// Appends one frame (prefix and a copy of `data`) to `dst`.
+impl<P: LengthPrefix> FrameCodec<P> {
+    /// Writes the length prefix of a `len`-byte frame to `dst` and reserves
+    /// room for the payload, which the caller then writes in place (as
+    /// [`MessageCodec`](crate::MessageCodec) does: no intermediate buffer).
+    ///
+    /// ```
+    /// use bijou_framing::FrameCodec;
+    /// use bytes::{BufMut, BytesMut};
+    ///
+    /// let mut dst = BytesMut::new();
+    /// FrameCodec::new().put_prefix(300, &mut dst)?;
+    /// assert_eq!(&dst[..], [0xF8, 0x34]); // bijou64(300)
+    /// assert!(dst.capacity() >= 2 + 300);
+    /// dst.put_bytes(0, 300);
+    /// # Ok::<(), bijou_framing::FrameError>(())
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`FrameError::TooLarge`] if `data` is longer than the maximum; `dst`
-    /// is left untouched.
+    /// [`FrameError::TooLarge`] if `len` is over the maximum; `dst` is left
+    /// untouched.
     #[inline]
-    fn encode(&mut self, data: &[u8], dst: &mut BytesMut) -> Result<(), FrameError> {
-        let len = data.len();
+    pub fn put_prefix(&self, len: usize, dst: &mut BytesMut) -> Result<(), FrameError> {
         if len > self.max_frame_length {
             return Err(self.too_large(to_u64(len)));
         }
@@ -393,6 +404,22 @@ impl<P: LengthPrefix> Encoder<&[u8]> for FrameCodec<P> {
         let start = dst.len();
         dst.extend_from_slice(&prefix);
         dst.truncate(start.saturating_add(prefix_len));
+        Ok(())
+    }
+}
+
+impl<P: LengthPrefix> Encoder<&[u8]> for FrameCodec<P> {
+    type Error = FrameError;
+
+    /// Appends one frame (prefix and a copy of `data`) to `dst`.
+    ///
+    /// # Errors
+    ///
+    /// [`FrameError::TooLarge`] if `data` is longer than the maximum; `dst`
+    /// is left untouched.
+    #[inline]
+    fn encode(&mut self, data: &[u8], dst: &mut BytesMut) -> Result<(), FrameError> {
+        self.put_prefix(data.len(), dst)?;
         dst.extend_from_slice(data);
         Ok(())
     }

@@ -85,10 +85,11 @@ pub mod message_codec;
 pub mod connection;
 pub mod handshake;
 
+pub use bijou_codec::Wire;
 pub use builder::Builder;
 pub use connection::{Connection, Received, Rejected, VerifiedMessage};
 pub use error::FrameError;
 pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
 pub use handshake::{HandshakeConfig, HandshakeError, Responder};
 pub use message::{HandshakeMessage, Message, MessageError, SyncMessage};
-pub use message_codec::{MessageCodec, SendError};
+pub use message_codec::{MessageCodec, MessageFrame, SendError};

@@ -1,13 +1,26 @@
 //! [`MessageCodec`]: [`FrameCodec`] plus typed decoding and encoding of
-//! [`Message`]s (sync or handshake), dispatched on the 4-byte schema.
+//! [`Message`]s (sync or handshake), dispatched on the 4-byte schema. This
+//! is the one typed path: [`Connection`](crate::Connection) and the
+//! [`handshake`](crate::handshake) are built on it.
 //!
 //! ```text
 //!   wire:  | prefix | "SUM\0" | TotalSize | Tag | payload | prefix | "SUH\0" | 00 | ... |
 //!          \_ FrameCodec<P> _/\____ one frame = one Message __/
 //!
-//!   decode:  bytes ──FrameCodec──► Bytes (frame) ──Message::decode──► Result<Message, MessageError>
-//!   encode:  &Message ──Message::encode──► Bytes ──FrameCodec──► prefix + bytes
+//!   decode:  bytes ──FrameCodec──► frame (Bytes) ──Message::decode──► MessageFrame { bytes, message }
+//!   encode:  &Message ──wire_len──► prefix ──write_to──► message, in place in the frame buffer
+//!            Bytes ─────────────────► prefix + bytes as they are (forwarding a received frame)
 //! ```
+//!
+//! Decoding yields each message **together with its exact frame bytes**,
+//! so a relay or an echo server verifies what it received and forwards the
+//! same bytes. Signed items and blobs inside the message are zero-copy
+//! slices of those bytes.
+//!
+//! Encoding writes the length prefix and then the message straight into the
+//! frame buffer: the message's exact length is computed first (every count
+//! checked), so there is no intermediate buffer and nothing is written for
+//! a message that cannot be encoded.
 //!
 //! # Error handling
 //!
@@ -20,29 +33,33 @@
 //!   the stream; drop the connection.
 //! - **A bad message does not.** A well-delimited frame whose contents do
 //!   not decode (unknown schema, retired tag, wrong `TotalSize`, unsorted
-//!   ids, ...) leaves the stream in sync: the frame was consumed whole. As
-//!   tokio-util's `Decoder` docs suggest for recoverable errors, the item
-//!   type is a `Result`: `Ok(Message)` or `Err(MessageError)`. The caller
-//!   decides whether to skip it, answer, or disconnect.
+//!   ids, ...) leaves the stream in sync: the frame was consumed whole. The
+//!   item is a [`MessageFrame`] whose `message` is the
+//!   `Err(MessageError)`; the caller decides whether to skip it, answer, or
+//!   disconnect.
 //!
 //! ```
-//! use bijou_framing::message::{Message, MessageError, SedimentreeId, SyncMessage};
+//! use bijou_framing::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
 //! use bijou_framing::{FrameCodec, MessageCodec};
 //! use bytes::{Bytes, BytesMut};
 //! use tokio_util::codec::{Decoder, Encoder};
 //!
 //! let mut codec = MessageCodec::new();
 //! let mut wire = BytesMut::new();
-//! let reject = Message::Sync(SyncMessage::DataRequestRejected { id: SedimentreeId::new([1; 32]) });
+//! let reject = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
 //! codec.encode(&reject, &mut wire)?;
 //! // A well-framed frame holding garbage, then a good message again.
 //! FrameCodec::new().encode(Bytes::from_static(b"SUM\0junk"), &mut wire)?;
 //! codec.encode(&reject, &mut wire)?;
 //!
-//! assert_eq!(codec.decode(&mut wire)?, Some(Ok(reject.clone())));
-//! assert!(matches!(codec.decode(&mut wire)?, Some(Err(MessageError::TotalSize { .. }))));
-//! assert_eq!(codec.decode(&mut wire)?, Some(Ok(reject))); // still in sync
-//! assert_eq!(codec.decode(&mut wire)?, None);
+//! let first = codec.decode(&mut wire)?.expect("a frame");
+//! assert_eq!(first.message, Ok(reject.clone()));
+//! assert_eq!(first.bytes.len(), 41); // the exact frame, without the prefix
+//! let second = codec.decode(&mut wire)?.expect("a frame");
+//! assert!(matches!(second.message, Err(MessageError::TotalSize { .. })));
+//! assert_eq!(&second.bytes[..], b"SUM\0junk");
+//! assert_eq!(codec.decode(&mut wire)?.expect("a frame").message, Ok(reject)); // still in sync
+//! assert!(codec.decode(&mut wire)?.is_none());
 //!
 //! // A framing error is the decoder's error: the stream ends.
 //! let mut bad = BytesMut::from(&[0xFF; 9][..]); // bijou64 overflow
@@ -52,6 +69,7 @@
 
 use std::io;
 
+use bijou_codec::Wire;
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -60,6 +78,26 @@ use crate::{
     prefix::{Bijou64, LengthPrefix},
     FrameCodec, FrameError,
 };
+
+/// One received frame: its exact bytes, and the message they hold (or why
+/// they hold none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageFrame {
+    /// The frame's payload bytes, exactly as received (no prefix).
+    pub bytes: Bytes,
+    /// The decoded message, whose signed items and blobs are slices of
+    /// `bytes`, or why the frame is not a well-formed message.
+    pub message: Result<Message, MessageError>,
+}
+
+impl MessageFrame {
+    /// Decodes `bytes` as one whole message.
+    #[must_use]
+    pub fn decode(bytes: Bytes) -> Self {
+        let message = Message::decode(bytes.clone());
+        Self { bytes, message }
+    }
+}
 
 /// Typed message codec; see the [module docs](self).
 #[derive(Debug, Clone)]
@@ -91,10 +129,29 @@ impl<P: LengthPrefix> MessageCodec<P> {
         Self { frames }
     }
 
+    /// Typed messages behind `prefix`, with the default maximum frame
+    /// length.
+    #[must_use]
+    pub fn with_prefix(prefix: P) -> Self {
+        Self::from_frame_codec(FrameCodec::with_prefix(prefix))
+    }
+
     /// The underlying frame codec.
     #[must_use]
     pub fn frame_codec(&self) -> &FrameCodec<P> {
         &self.frames
+    }
+
+    /// The maximum frame length, both ways.
+    #[must_use]
+    pub fn max_frame_length(&self) -> usize {
+        self.frames.max_frame_length()
+    }
+
+    /// Changes the maximum frame length (the handshake lowers it until the
+    /// peer is authenticated).
+    pub fn set_max_frame_length(&mut self, max_frame_length: usize) {
+        self.frames.set_max_frame_length(max_frame_length);
     }
 }
 
@@ -105,15 +162,15 @@ impl<P: LengthPrefix> Default for MessageCodec<P> {
 }
 
 impl<P: LengthPrefix> Decoder for MessageCodec<P> {
-    type Item = Result<Message, MessageError>;
+    type Item = MessageFrame;
     type Error = FrameError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
-        Ok(self.frames.decode(src)?.map(Message::decode))
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<MessageFrame>, FrameError> {
+        Ok(self.frames.decode(src)?.map(MessageFrame::decode))
     }
 
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
-        Ok(self.frames.decode_eof(src)?.map(Message::decode))
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<MessageFrame>, FrameError> {
+        Ok(self.frames.decode_eof(src)?.map(MessageFrame::decode))
     }
 }
 
@@ -139,9 +196,16 @@ impl From<io::Error> for SendError {
 impl<P: LengthPrefix> Encoder<&Message> for MessageCodec<P> {
     type Error = SendError;
 
+    /// Writes the prefix and the message in place. On error, `dst` is left
+    /// as it was.
     fn encode(&mut self, msg: &Message, dst: &mut BytesMut) -> Result<(), SendError> {
-        let bytes: Bytes = msg.encode()?;
-        self.frames.encode(bytes, dst)?;
+        let len = msg.wire_len()?;
+        let start = dst.len();
+        self.frames.put_prefix(len, dst)?;
+        if let Err(e) = msg.encode_into(dst) {
+            dst.truncate(start);
+            return Err(e.into());
+        }
         Ok(())
     }
 }
@@ -151,5 +215,15 @@ impl<P: LengthPrefix> Encoder<Message> for MessageCodec<P> {
 
     fn encode(&mut self, msg: Message, dst: &mut BytesMut) -> Result<(), SendError> {
         self.encode(&msg, dst)
+    }
+}
+
+/// Sends one frame's bytes as they are: a received frame, forwarded
+/// untouched.
+impl<P: LengthPrefix> Encoder<Bytes> for MessageCodec<P> {
+    type Error = FrameError;
+
+    fn encode(&mut self, frame: Bytes, dst: &mut BytesMut) -> Result<(), FrameError> {
+        self.frames.encode(frame, dst)
     }
 }

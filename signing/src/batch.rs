@@ -78,15 +78,19 @@ pub struct Item<'a> {
 /// in the [module docs](self).
 ///
 /// ```
-/// # use bijou_codec::{Reader, ReadError, Writer, WriteError};
+/// # use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
 /// # use bijou_signing::{verify_batch, Payload, Signed, VerifyError};
 /// # use ed25519_dalek::SigningKey;
-/// # #[derive(Debug, PartialEq)]
+/// # #[derive(Debug, Clone, PartialEq)]
 /// # struct Byte(u8);
+/// # impl Wire for Byte {
+/// #     type Error = ReadError;
+/// #     fn wire_len(&self) -> Result<usize, WriteError> { Ok(1) }
+/// #     fn write_to<B: bytes::BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
+/// #     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
+/// # }
 /// # impl Payload for Byte {
 /// #     const SCHEMA: [u8; 4] = *b"BY\x00\x00";
-/// #     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
-/// #     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
 /// # }
 /// let key = SigningKey::from_bytes(&[5; 32]);
 /// let mut items: Vec<Signed<Byte>> =
@@ -95,7 +99,7 @@ pub struct Item<'a> {
 /// // Forge item 3: sign byte 3, then change it to 99.
 /// let mut forged = items[3].as_bytes().to_vec();
 /// forged[36] = 99;
-/// items[3] = Signed::decode(forged.into())?;
+/// items[3] = Signed::decode(forged.into())?; // decodes: only the signature is wrong
 ///
 /// let results = verify_batch(&items);
 /// assert!(matches!(results[3], Err(VerifyError::BadSignature { .. })));
@@ -106,28 +110,37 @@ pub struct Item<'a> {
 /// ```
 #[must_use]
 pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, VerifyError>> {
-    let raw: Vec<Item<'_>> = items
+    // Decompress every key first (the part decoding skipped); an item whose
+    // key is no curve point fails here and takes no part in the batch.
+    let keys: Vec<Result<VerifyingKey, VerifyError>> =
+        items.iter().map(Signed::verifying_key).collect();
+    let (raw, prechecks): (Vec<Item<'_>>, Vec<Result<(), VerifyError>>) = items
         .iter()
-        .map(|signed| Item {
-            key: signed.issuer_ref(),
-            message: signed.message(),
-            signature: signed.signature(),
+        .zip(&keys)
+        .filter_map(|(signed, key)| {
+            let key = key.as_ref().ok()?;
+            let item = Item {
+                key,
+                message: signed.message(),
+                signature: signed.signature(),
+            };
+            Some((item, strict::precheck(key, key.is_weak(), signed.signature())))
         })
-        .collect();
-    let prechecks = items
+        .unzip();
+    let mut batched = verify_prechecked_items(&raw, prechecks).into_iter();
+    items
         .iter()
-        .map(|signed| {
-            strict::precheck(
-                signed.issuer_ref(),
-                signed.issuer_is_weak(),
-                signed.signature(),
-            )
+        .zip(keys)
+        .map(|(signed, key)| {
+            let key = key?;
+            // One batched result per item with a key, in the same order.
+            batched
+                .next()
+                .unwrap_or(Err(VerifyError::InvalidIssuer {
+                    issuer: signed.issuer(),
+                }))
+                .map(|()| Verified::new(signed.clone(), key))
         })
-        .collect();
-    verify_prechecked_items(&raw, prechecks)
-        .into_iter()
-        .zip(items)
-        .map(|(result, signed)| result.and_then(|()| signed.to_verified()))
         .collect()
 }
 

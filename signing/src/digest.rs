@@ -21,9 +21,10 @@
 //! let commit_id: Digest<Commit> = blob_id; // different types
 //! ```
 
-use core::{cmp::Ordering, fmt, hash, marker::PhantomData};
+use core::{cmp::Ordering, hash, marker::PhantomData};
 
-use bijou_codec::{Codec, ReadError, Reader, WriteError, Writer};
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
+use bytes::BufMut;
 
 /// Length of a BLAKE3 digest in bytes.
 pub const DIGEST_LEN: usize = 32;
@@ -36,7 +37,9 @@ pub const DIGEST_LEN: usize = 32;
 /// let blob = Blob::from_static(b"hello");
 /// let id: Digest<Blob> = blob.digest();
 /// assert_eq!(id.as_bytes(), blake3::hash(b"hello").as_bytes());
-/// assert_eq!(Digest::<Blob>::from_bytes(id.to_bytes()), id);
+/// assert_eq!(Digest::<Blob>::from_bytes(*id.as_bytes()), id);
+/// assert_eq!(id.to_string().parse::<Digest<Blob>>()?, id); // lower-case hex
+/// # Ok::<(), bijou_signing::hex::ParseHexError>(())
 /// ```
 pub struct Digest<T: ?Sized> {
     bytes: [u8; DIGEST_LEN],
@@ -61,11 +64,6 @@ impl<T: ?Sized> Digest<T> {
         &self.bytes
     }
 
-    /// The raw bytes, by value.
-    #[must_use]
-    pub const fn to_bytes(self) -> [u8; DIGEST_LEN] {
-        self.bytes
-    }
 
     /// BLAKE3 over `parts`, concatenated.
     pub(crate) fn hash_parts(parts: &[&[u8]]) -> Self {
@@ -111,20 +109,7 @@ impl<T: ?Sized> hash::Hash for Digest<T> {
     }
 }
 
-impl<T: ?Sized> fmt::Debug for Digest<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Digest(")?;
-        crate::hex::write(f, &self.bytes)?;
-        f.write_str(")")
-    }
-}
-
-/// Lower-case hex.
-impl<T: ?Sized> fmt::Display for Digest<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::hex::write(f, &self.bytes)
-    }
-}
+crate::impl_hex_text!(Digest<T>, DIGEST_LEN, from_bytes);
 
 impl<T: ?Sized> From<Digest<T>> for [u8; DIGEST_LEN] {
     fn from(digest: Digest<T>) -> Self {
@@ -139,13 +124,19 @@ impl<T: ?Sized> AsRef<[u8]> for Digest<T> {
 }
 
 /// 32 raw bytes on the wire.
-impl<'a, T: ?Sized> Codec<'a> for Digest<T> {
-    fn write_to(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+impl<T: ?Sized> Wire for Digest<T> {
+    type Error = ReadError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        Ok(DIGEST_LEN)
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(&self.bytes);
         Ok(())
     }
 
-    fn read_from(r: &mut Reader<'a>) -> Result<Self, ReadError> {
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
         r.array("digest").map(Self::from_bytes)
     }
 }
@@ -179,11 +170,11 @@ mod tests {
     #[test]
     fn codec_round_trip_and_truncation() {
         let d = Digest::<Thing>::from_bytes([7; 32]);
-        let wire = d.to_bytes().to_vec();
-        assert_eq!(Digest::<Thing>::to_bytes(d), [7; 32]);
-        assert_eq!(Codec::to_bytes(&d), Ok(wire.clone()));
-        assert_eq!(<Digest<Thing> as Codec>::from_bytes(&wire), Ok(d));
-        assert!(<Digest<Thing> as Codec>::from_bytes(&wire[..31]).is_err());
+        let wire = bytes::Bytes::copy_from_slice(d.as_bytes());
+        assert_eq!(<[u8; 32]>::from(d), [7; 32]);
+        assert_eq!(d.encode(), Ok(wire.clone()));
+        assert_eq!(Digest::<Thing>::decode(wire.clone()), Ok(d));
+        assert!(Digest::<Thing>::decode(wire.slice(..31)).is_err());
     }
 
     #[test]

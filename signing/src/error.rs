@@ -2,7 +2,7 @@
 //!
 //! | Error            | Raised by                                        |
 //! |------------------|--------------------------------------------------|
-//! | [`DecodeError`]  | `Signed::decode`, `Signed::decode_prefix`        |
+//! | [`DecodeError`]  | `Signed::decode`, `Signed::read_from`            |
 //! | [`VerifyError`]  | `Signed::verify_strict`, `verify_batch`          |
 //! | [`SealError`]    | `Signed::seal`                                   |
 //! | [`BlobMismatch`] | `BlobMeta::verify`, `Verified::verify_blob`      |
@@ -14,7 +14,7 @@
 use bijou_codec::{ReadError, WriteError};
 use ed25519_dalek::SignatureError;
 
-use crate::{Blob, Digest, PeerId};
+use crate::{Blob, Digest, PeerId, Schema};
 
 /// Why bytes are not a well-formed `Signed<T>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -24,12 +24,14 @@ pub enum DecodeError {
     #[error(transparent)]
     Read(#[from] ReadError),
     /// The 4-byte schema header belongs to another type (checked first).
-    #[error("schema {found:02x?} at offset 0, expected {expected:02x?}")]
+    #[error("schema {found} at offset {offset}, expected {expected}")]
     WrongSchema {
         /// The payload type's schema.
-        expected: [u8; 4],
+        expected: Schema,
         /// What the input starts with.
-        found: [u8; 4],
+        found: Schema,
+        /// Where the schema starts.
+        offset: usize,
     },
     /// The discriminant byte belongs to another type sharing the schema.
     #[error("discriminant {found:#04x} at offset {offset}, expected {expected:#04x}")]
@@ -41,24 +43,11 @@ pub enum DecodeError {
         /// Where the discriminant byte is.
         offset: usize,
     },
-    /// The issuer key is not the encoding of a curve point.
-    #[error("issuer key at offset {offset} is not a curve point")]
-    InvalidIssuer {
-        /// Where the issuer key starts.
-        offset: usize,
-    },
     /// The issuer key is an alternative encoding of a point (y >= p, or a
     /// sign bit on x = 0); every point has exactly one accepted encoding.
     #[error("issuer key at offset {offset} is not canonically encoded")]
     NonCanonicalIssuer {
         /// Where the issuer key starts.
-        offset: usize,
-    },
-    /// The fields decoded, but do not re-encode to the same bytes: the
-    /// payload type's decoder accepted a second encoding of some value.
-    #[error("fields are not canonical: re-encoding differs at offset {offset}")]
-    NonCanonicalFields {
-        /// The first byte (absolute) where the re-encoding differs.
         offset: usize,
     },
 }
@@ -68,6 +57,13 @@ pub enum DecodeError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
+    /// The issuer key is not a curve point (found when verification
+    /// decompresses it; decoding only checks the encoding is canonical).
+    #[error("issuer {issuer} is not a curve point")]
+    InvalidIssuer {
+        /// The issuer, as sent.
+        issuer: PeerId,
+    },
     /// The scalar `S` (signature bytes 32..64) is not below the group order
     /// `L`; `S + L` would otherwise be a second valid signature.
     #[error("signature scalar S is not canonical (S >= L)")]
@@ -93,11 +89,6 @@ pub enum VerifyError {
         /// The issuer.
         issuer: PeerId,
     },
-    /// The signature is valid but the fields no longer decode. Decoding is
-    /// deterministic, so this means a payload type's `decode_fields` is not;
-    /// it is reported rather than assumed away.
-    #[error("verified fields failed to decode: {0}")]
-    Fields(DecodeError),
 }
 
 /// Why a payload could not be sealed.

@@ -19,8 +19,8 @@
 //! The type flow:
 //!
 //! ```text
-//!   local:   T ──Signed::seal(&signer, &t)──► Signed<T> ──as_bytes──► wire
-//!   remote:  wire ──Signed::decode──► Signed<T> ──verify_strict──► Verified<T> ──payload──► &T
+//!   local:   T ──Signed::seal(&identity, &t)──► Signed<T> ──as_bytes──► wire
+//!   remote:  wire ──Signed::decode (one pass)──► Signed<T> ──verify_strict──► Verified<T> ──payload──► &T
 //!                                        many ──verify_batch──► Vec<Result<Verified<T>, _>>
 //!   blobs:   Verified<T: HasBlobMeta> ──verify_blob(blob)──► VerifiedBlob
 //! ```
@@ -28,32 +28,43 @@
 //! - [`Digest<T>`]: typed BLAKE3 digest; [`Blob`], [`BlobMeta`],
 //!   [`VerifiedBlob`]: content-addressed bytes and the check against
 //!   announced metadata.
-//! - [`Payload`]: what a signable type provides (schema, discriminant,
-//!   strict field codec on [`bijou_codec::Reader`]/[`bijou_codec::Writer`]).
-//! - [`Signed<T>`]: the wire form, keeping the received bytes (zero-copy);
-//!   no access to the payload.
+//! - [`Payload`]: what a signable type provides: its fields as a
+//!   [`bijou_codec::Wire`] type, plus a [`Schema`] and discriminant.
+//! - [`Signed<T>`]: the wire form, keeping the received bytes (zero-copy)
+//!   and the payload decoded once; no access to the payload. The issuer key
+//!   is decompressed only when verifying.
 //! - [`Verified<T>`]: obtainable only by verification.
 //! - [`verify_batch`]: many at once, with the strict accept set.
-//! - [`Signer`], [`PeerId`]: who signs, and how peers are named.
+//! - [`Identity`], [`PeerId`]: who signs, and how peers are named
+//!   (`Display`/`FromStr` as lower-case hex; `serde` with the `serde`
+//!   feature).
 //! - [`strict`]: the verification rules on raw triples.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError, Writer, WriteError};
+//! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
 //! use bijou_signing::{Payload, Signed, VerifyError};
+//! use bytes::BufMut;
 //! use ed25519_dalek::SigningKey;
 //!
-//! #[derive(Debug, PartialEq)]
+//! #[derive(Debug, Clone, PartialEq)]
 //! struct Counter(u64);
 //!
-//! impl Payload for Counter {
-//!     const SCHEMA: [u8; 4] = *b"CT\x00\x01";
-//!     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+//! impl Wire for Counter {
+//!     type Error = ReadError;
+//!     fn wire_len(&self) -> Result<usize, WriteError> {
+//!         Ok(bijou_codec::bijou64::encoded_len(self.0))
+//!     }
+//!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 //!         w.bijou64(self.0);
 //!         Ok(())
 //!     }
-//!     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+//!     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
 //!         r.bijou64("value").map(Counter)
 //!     }
+//! }
+//!
+//! impl Payload for Counter {
+//!     const SCHEMA: [u8; 4] = *b"CT\x00\x01";
 //! }
 //!
 //! let key = SigningKey::from_bytes(&[42; 32]);
@@ -88,11 +99,11 @@ pub mod batch;
 pub mod blob;
 pub mod digest;
 pub mod error;
-mod hex;
+pub mod hex;
+pub mod identity;
 pub mod payload;
 pub mod peer_id;
 pub mod signed;
-pub mod signer;
 pub mod strict;
 pub mod verified;
 
@@ -100,11 +111,16 @@ pub use batch::verify_batch;
 pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};
 pub use digest::{Digest, DIGEST_LEN};
 pub use error::{BlobMismatch, DecodeError, SealError, VerifyError};
-pub use payload::{Payload, ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
+pub use identity::Identity;
+pub use payload::{Payload, Schema, ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
 pub use peer_id::PeerId;
 pub use signed::Signed;
-pub use signer::Signer;
 pub use verified::Verified;
+
+/// `serde`, for the `impl_hex_text!` macro's expansion in other crates.
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+pub use serde as __serde;
 
 /// Re-exported so users name the same `ed25519-dalek` types this crate
 /// uses.

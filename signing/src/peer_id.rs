@@ -10,22 +10,25 @@
 //! [`PeerId::verifying_key`] is called. Ids read from signed payloads are
 //! checked at decode time (see [`Signed::decode`](crate::Signed::decode)).
 
-use core::fmt;
-
-use bijou_codec::{Codec, ReadError, Reader, WriteError, Writer};
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
+use bytes::BufMut;
 use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
 
 /// A peer's identity: its 32-byte Ed25519 verifying key.
 ///
 /// ```
-/// use bijou_signing::{PeerId, Signer};
+/// use bijou_signing::{Identity, PeerId};
 /// use ed25519_dalek::SigningKey;
 ///
 /// let key = SigningKey::from_bytes(&[7; 32]);
 /// let id = key.peer_id();
 /// assert_eq!(id, PeerId::from(key.verifying_key()));
 /// assert_eq!(id.verifying_key()?, key.verifying_key());
-/// # Ok::<(), ed25519_dalek::SignatureError>(())
+///
+/// // Text form: 64 lower-case hex digits, both ways.
+/// let text = id.to_string();
+/// assert_eq!(text.parse::<PeerId>()?, id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PeerId([u8; PUBLIC_KEY_LENGTH]);
@@ -43,11 +46,6 @@ impl PeerId {
         &self.0
     }
 
-    /// The raw bytes, by value.
-    #[must_use]
-    pub const fn to_bytes(self) -> [u8; PUBLIC_KEY_LENGTH] {
-        self.0
-    }
 
     /// Decompresses the id into a verifying key.
     ///
@@ -83,29 +81,22 @@ impl AsRef<[u8]> for PeerId {
     }
 }
 
-impl fmt::Debug for PeerId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("PeerId(")?;
-        crate::hex::write(f, &self.0)?;
-        f.write_str(")")
-    }
-}
-
-/// Lower-case hex.
-impl fmt::Display for PeerId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::hex::write(f, &self.0)
-    }
-}
+crate::impl_hex_text!(PeerId, PUBLIC_KEY_LENGTH, from_bytes);
 
 /// 32 raw bytes on the wire.
-impl<'a> Codec<'a> for PeerId {
-    fn write_to(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+impl Wire for PeerId {
+    type Error = ReadError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        Ok(PUBLIC_KEY_LENGTH)
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(&self.0);
         Ok(())
     }
 
-    fn read_from(r: &mut Reader<'a>) -> Result<Self, ReadError> {
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
         r.array("peer_id").map(Self)
     }
 }
@@ -127,6 +118,9 @@ mod tests {
     fn display_is_hex_of_the_key() {
         let id = PeerId::from_bytes([0xA5; 32]);
         assert_eq!(format!("{id}"), "a5".repeat(32));
-        assert_eq!(<PeerId as Codec>::from_bytes(&[0xA5; 32]), Ok(id));
+        assert_eq!(format!("{id:?}"), format!("PeerId({})", "a5".repeat(32)));
+        assert_eq!(PeerId::decode(bytes::Bytes::from_static(&[0xA5; 32])), Ok(id));
+        assert_eq!("a5".repeat(32).parse::<PeerId>(), Ok(id));
+        assert!("A5".repeat(32).parse::<PeerId>().is_err());
     }
 }

@@ -1,10 +1,11 @@
-//! [`Signed<T>`]: a signed payload in wire form, not yet verified.
+//! [`Signed<T>`]: a signed payload in wire form, decoded once, not yet
+//! verified.
 //!
 //! ```text
 //!   offset 0         4            4+d            4+d+32                 n-64          n
 //!   +----------------+------------+--------------+----------------------+-------------+
 //!   | Schema (4)     | Disc (d=0  | IssuerVK     | fields               | Signature   |
-//!   | T::SCHEMA      |  or 1)     | (32)         | T::encode_fields     | R(32) S(32) |
+//!   | T::SCHEMA      |  or 1)     | (32)         | T as Wire            | R(32) S(32) |
 //!   +----------------+------------+--------------+----------------------+-------------+
 //!   \__________________ signed message: everything before the signature _/
 //!
@@ -12,10 +13,11 @@
 //! ```
 //!
 //! A `Signed<T>` keeps the exact bytes it was decoded from (a [`Bytes`]
-//! slice of the input, no copy), so a relay forwards what it received. It
-//! does not expose the payload: the only way to the payload is
-//! [`Signed::verify_strict`] (or [`verify_batch`](crate::verify_batch)),
-//! which returns a [`Verified<T>`].
+//! slice of the frame, no copy), so a relay forwards what it received, and
+//! the payload `T`, decoded exactly once. It does not expose the payload:
+//! the only way to it is [`Signed::verify_strict`] (or
+//! [`verify_batch`](crate::verify_batch)), which returns a [`Verified<T>`]
+//! built from this same decode.
 //!
 //! ```compile_fail
 //! # fn f<T: bijou_signing::Payload>(signed: bijou_signing::Signed<T>) {
@@ -23,74 +25,84 @@
 //! # }
 //! ```
 //!
-//! Decoding is strict and checks, in order:
+//! Decoding ([`Wire::read_from`]) is strict and cheap, and checks, in
+//! order:
 //!
 //! 1. the schema, then the discriminant (distinct errors, before anything
 //!    else);
-//! 2. the issuer key: canonical encoding, then a curve point;
-//! 3. the fields, with `T::decode_fields`, which also finds where the
-//!    signature starts;
-//! 4. the 64 signature bytes; for [`Signed::decode`], nothing after them;
-//! 5. that the fields re-encode to exactly the bytes received.
+//! 2. that the issuer key is a canonical point *encoding* (a byte
+//!    comparison: `y < p`, no sign bit on `x = 0`); the point itself is
+//!    decompressed only by verification, which is most of the cost of a
+//!    decode that skips it: a relay routing by tree id never pays it;
+//! 3. the fields, with `T::read_from` (strict, so accepted fields are the
+//!    only encoding of their value), which also finds the signature;
+//! 4. the 64 signature bytes.
 //!
-//! So `Signed::decode(b)?.as_bytes() == b` for every accepted `b`, and
-//! every accepted `b` is the only encoding of its contents.
+//! Error offsets are absolute in the frame the reader reads, also for a
+//! signed payload embedded in a larger message. Verification then
+//! decompresses the key: a key that is no curve point is refused there
+//! ([`VerifyError::InvalidIssuer`]), before any payload is handed out.
 
-use core::{fmt, marker::PhantomData};
+use core::fmt;
 
-use alloc::vec::Vec;
-use bijou_codec::{Reader, Writer};
-use bytes::Bytes;
+use bijou_codec::{Reader, Wire, WriteError, Writer};
+use bytes::{BufMut, Bytes, BytesMut};
 use ed25519_dalek::{Signature, VerifyingKey};
 
 use crate::{
-    payload::{header_len, SIGNATURE_LEN},
-    strict, DecodeError, Payload, PeerId, SealError, Signer, Verified, VerifyError,
+    payload::{header_len, SCHEMA_LEN, SIGNATURE_LEN},
+    strict, DecodeError, Digest, Identity, Payload, PeerId, Schema, SealError, Verified,
+    VerifyError,
 };
 
 /// A signed `T` in wire form; see the [module docs](self).
 ///
 /// ```
-/// use bijou_codec::{Reader, ReadError, Writer, WriteError};
+/// use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
 /// use bijou_signing::{Payload, Signed};
+/// use bytes::{BufMut, Bytes};
 /// use ed25519_dalek::SigningKey;
 ///
-/// #[derive(Debug, PartialEq)]
-/// struct Note { text: Vec<u8> }
+/// #[derive(Debug, Clone, PartialEq)]
+/// struct Note { text: Bytes }
 ///
-/// impl Payload for Note {
-///     const SCHEMA: [u8; 4] = *b"NT\x01\x00";
-///     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+/// impl Wire for Note {
+///     type Error = ReadError;
+///     fn wire_len(&self) -> Result<usize, WriteError> {
+///         Ok(bijou_codec::bijou64::encoded_len(self.text.len() as u64) + self.text.len())
+///     }
+///     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 ///         w.bijou64_len(self.text.len());
 ///         w.bytes(&self.text);
 ///         Ok(())
 ///     }
-///     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+///     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
 ///         let len = r.bijou64("text_len")?;
-///         Ok(Note { text: r.bytes_u64("text", len)?.to_vec() })
+///         Ok(Note { text: r.shared_u64("text", len)? })
 ///     }
 /// }
 ///
+/// impl Payload for Note {
+///     const SCHEMA: [u8; 4] = *b"NT\x01\x00";
+/// }
+///
 /// let key = SigningKey::from_bytes(&[9; 32]);
-/// let sealed = Signed::seal(&key, &Note { text: b"hi".to_vec() })?;
+/// let sealed = Signed::seal(&key, &Note { text: Bytes::from_static(b"hi") })?;
 /// assert_eq!(sealed.len(), 4 + 32 + 3 + 64);
 ///
-/// // On the other side: decode (zero-copy), verify, then read.
+/// // On the other side: decode (zero-copy, one pass), verify, then read.
 /// let received = Signed::<Note>::decode(sealed.to_bytes())?;
 /// let verified = received.verify_strict()?;
-/// assert_eq!(verified.payload().text, b"hi");
+/// assert_eq!(verified.payload().text, &b"hi"[..]);
 /// assert_eq!(verified.issuer(), key.verifying_key());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Signed<T> {
     bytes: Bytes,
-    issuer: VerifyingKey,
-    // Whether the issuer has small order, found once when the key is parsed
-    // (it is rejected at verification, not at decoding).
-    issuer_is_weak: bool,
+    issuer: PeerId,
     signature: Signature,
-    // `fn() -> T`: a `Signed<T>` holds no `T`.
-    _marker: PhantomData<fn() -> T>,
+    // Decoded once, from `bytes`; reachable only through `Verified<T>`.
+    payload: T,
 }
 
 impl<T: Payload> Signed<T> {
@@ -103,164 +115,77 @@ impl<T: Payload> Signed<T> {
     ///
     /// [`SealError::Encode`] if a count does not fit its field,
     /// [`SealError::Signer`] if the signer fails.
-    pub fn seal<S: Signer + ?Sized>(signer: &S, payload: &T) -> Result<Self, SealError> {
+    pub fn seal<S: Identity + ?Sized>(signer: &S, payload: &T) -> Result<Self, SealError> {
         let issuer = signer.verifying_key();
-        let mut out = Vec::with_capacity(header_len::<T>() + 64 + SIGNATURE_LEN);
-        let mut w = Writer::new(&mut out);
-        w.bytes(&T::SCHEMA);
+        let len = header_len::<T>() + payload.wire_len()? + SIGNATURE_LEN;
+        let mut out = BytesMut::with_capacity(len);
+        out.put_slice(&T::SCHEMA);
         if let Some(discriminant) = T::DISCRIMINANT {
-            w.u8(discriminant);
+            out.put_u8(discriminant);
         }
-        w.bytes(issuer.as_bytes());
-        payload.encode_fields(&mut w)?;
+        out.put_slice(issuer.as_bytes());
+        payload.encode_into(&mut out)?;
         let signature = signer
             .try_sign(&out)
             .map_err(|reason| SealError::Signer { reason })?;
-        out.extend_from_slice(&signature.to_bytes());
+        out.put_slice(&signature.to_bytes());
         Ok(Self {
-            bytes: Bytes::from(out),
-            issuer_is_weak: issuer.is_weak(),
-            issuer,
+            bytes: out.freeze(),
+            issuer: PeerId::from(issuer),
             signature,
-            _marker: PhantomData,
+            payload: payload.clone(),
         })
     }
 
-    /// Decodes a `Signed<T>` that must use all of `bytes`. Keeps `bytes`
-    /// (no copy).
+    /// Verifies the signature with the strict rules (see [`strict`]):
+    /// decompresses the issuer key, then runs the checks in order. The
+    /// payload in the result is the one decoded with `self`.
     ///
     /// # Errors
     ///
-    /// [`DecodeError`]; trailing bytes are
-    /// [`ReadError::TrailingBytes`](bijou_codec::ReadError::TrailingBytes).
-    pub fn decode(bytes: Bytes) -> Result<Self, DecodeError> {
-        let total = bytes.len();
-        let (signed, used) = Self::decode_prefix(bytes)?;
-        if used != total {
-            return Err(bijou_codec::ReadError::TrailingBytes {
-                offset: used,
-                count: total - used,
-            }
-            .into());
-        }
-        Ok(signed)
-    }
-
-    /// Decodes one `Signed<T>` from the front of `bytes`, for signed items
-    /// embedded in larger messages. Returns it (holding a zero-copy slice
-    /// of exactly its own bytes) and how many bytes it used. Error offsets
-    /// are relative to the start of `bytes`.
-    ///
-    /// The fields are variable-length, so this parses them to find where
-    /// the signature starts.
-    ///
-    /// # Errors
-    ///
-    /// [`DecodeError`].
-    pub fn decode_prefix(bytes: Bytes) -> Result<(Self, usize), DecodeError> {
-        let mut r = Reader::new(&bytes);
-
-        let found = r.array::<4>("schema")?;
-        if found != T::SCHEMA {
-            return Err(DecodeError::WrongSchema {
-                expected: T::SCHEMA,
-                found,
-            });
-        }
-        if let Some(expected) = T::DISCRIMINANT {
-            let offset = r.offset();
-            let found = r.u8("discriminant")?;
-            if found != expected {
-                return Err(DecodeError::WrongDiscriminant {
-                    expected,
-                    found,
-                    offset,
-                });
-            }
-        }
-
-        let offset = r.offset();
-        let issuer = r.array_ref::<32>("issuer")?;
-        if !strict::is_canonical_point(issuer) {
-            return Err(DecodeError::NonCanonicalIssuer { offset });
-        }
-        let issuer =
-            VerifyingKey::from_bytes(issuer).map_err(|_| DecodeError::InvalidIssuer { offset })?;
-
-        let fields_start = r.offset();
-        let payload = T::decode_fields(&mut r)?;
-        let fields_end = r.offset();
-        let signature = Signature::from_bytes(r.array_ref::<64>("signature")?);
-        let used = r.offset();
-
-        // A lax `decode_fields` would let two byte strings carry one value
-        // (and one signature-covered digest per encoding); refuse it here.
-        let fields = bytes.get(fields_start..fields_end).unwrap_or_default();
-        let mut again = Vec::with_capacity(fields.len());
-        let reencoded = payload.encode_fields(&mut Writer::new(&mut again));
-        if reencoded.is_err() || again != fields {
-            let differs_at = again
-                .iter()
-                .zip(fields)
-                .position(|(a, b)| a != b)
-                .unwrap_or(again.len().min(fields.len()));
-            return Err(DecodeError::NonCanonicalFields {
-                offset: fields_start.saturating_add(differs_at),
-            });
-        }
-
-        let signed = Self {
-            bytes: bytes.slice(..used),
-            issuer_is_weak: issuer.is_weak(),
-            issuer,
-            signature,
-            _marker: PhantomData,
-        };
-        Ok((signed, used))
-    }
-
-    /// Verifies the signature with the strict rules (see
-    /// [`strict`]) and, if it holds, decodes the payload.
-    ///
-    /// # Errors
-    ///
-    /// The first failed check, as a [`VerifyError`].
+    /// The first failed check, as a [`VerifyError`]; a key that is no
+    /// curve point is [`VerifyError::InvalidIssuer`].
     pub fn verify_strict(&self) -> Result<Verified<T>, VerifyError> {
-        strict::precheck(&self.issuer, self.issuer_is_weak, &self.signature)?;
-        strict::verify_prechecked(&self.issuer, self.message(), &self.signature)?;
-        self.to_verified()
+        let key = self.verifying_key()?;
+        strict::precheck(&key, key.is_weak(), &self.signature)?;
+        strict::verify_prechecked(&key, self.message(), &self.signature)?;
+        Ok(Verified::new(self.clone(), key))
     }
 
-    /// After the signature was checked: decode the payload and wrap it.
-    pub(crate) fn to_verified(&self) -> Result<Verified<T>, VerifyError> {
-        let mut r = Reader::with_base(self.fields(), header_len::<T>());
-        let payload = T::decode_fields(&mut r)
-            .and_then(|payload| r.finish().map(|()| payload))
-            .map_err(|e| VerifyError::Fields(e.into()))?;
-        Ok(Verified::new(self.clone(), payload))
+    /// BLAKE3(`Schema` || fields), over the bytes as received: the content
+    /// address, whoever signed it. Available before verification (it says
+    /// nothing about who signed).
+    #[must_use]
+    pub fn digest(&self) -> Digest<T> {
+        let schema = self.bytes.get(..SCHEMA_LEN).unwrap_or_default();
+        Digest::hash_parts(&[schema, self.fields()])
+    }
+
+    /// The fields: between the header and the signature.
+    pub(crate) fn fields(&self) -> &[u8] {
+        self.message().get(header_len::<T>()..).unwrap_or_default()
     }
 }
 
 impl<T> Signed<T> {
-    /// The issuer's verifying key (checked to be a canonical curve point
-    /// when decoded; checked for small order when verified).
+    /// The issuer's peer id, as sent (a canonical point encoding; the point
+    /// is checked by verification).
     #[must_use]
-    pub fn issuer(&self) -> VerifyingKey {
+    pub fn issuer(&self) -> PeerId {
         self.issuer
     }
 
-    /// The issuer's peer id.
-    #[must_use]
-    pub fn peer_id(&self) -> PeerId {
-        PeerId::from(&self.issuer)
-    }
-
-    pub(crate) fn issuer_ref(&self) -> &VerifyingKey {
-        &self.issuer
-    }
-
-    pub(crate) fn issuer_is_weak(&self) -> bool {
-        self.issuer_is_weak
+    /// Decompresses the issuer key (the expensive part of parsing a key).
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError::InvalidIssuer`] if the bytes are not a curve point.
+    pub fn verifying_key(&self) -> Result<VerifyingKey, VerifyError> {
+        self.issuer
+            .verifying_key()
+            .map_err(|_| VerifyError::InvalidIssuer {
+                issuer: self.issuer,
+            })
     }
 
     /// The signature (not yet checked).
@@ -305,29 +230,82 @@ impl<T> Signed<T> {
         let end = self.bytes.len().saturating_sub(SIGNATURE_LEN);
         self.bytes.get(..end).unwrap_or_default()
     }
-}
 
-impl<T: Payload> Signed<T> {
-    /// The fields: between the header and the signature.
-    pub(crate) fn fields(&self) -> &[u8] {
-        self.message().get(header_len::<T>()..).unwrap_or_default()
+    /// The payload; crate-private: outside, only `Verified` hands it out.
+    pub(crate) fn payload(&self) -> &T {
+        &self.payload
+    }
+
+    pub(crate) fn into_payload(self) -> T {
+        self.payload
     }
 }
 
-impl<T> Clone for Signed<T> {
+/// The wire form is the signed bytes as they are. Reading is the strict
+/// single pass of the [module docs](self); the read value holds a
+/// zero-copy slice of the reader's frame.
+impl<T: Payload> Wire for Signed<T> {
+    type Error = DecodeError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        Ok(self.bytes.len())
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+        w.bytes(&self.bytes);
+        Ok(())
+    }
+
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let start = r.offset();
+        let found = r.array::<SCHEMA_LEN>("schema")?;
+        if found != T::SCHEMA {
+            return Err(DecodeError::WrongSchema {
+                expected: Schema(T::SCHEMA),
+                found: Schema(found),
+                offset: start,
+            });
+        }
+        if let Some(expected) = T::DISCRIMINANT {
+            let offset = r.offset();
+            let found = r.u8("discriminant")?;
+            if found != expected {
+                return Err(DecodeError::WrongDiscriminant {
+                    expected,
+                    found,
+                    offset,
+                });
+            }
+        }
+        let offset = r.offset();
+        let issuer = r.array::<32>("issuer")?;
+        if !strict::is_canonical_point(&issuer) {
+            return Err(DecodeError::NonCanonicalIssuer { offset });
+        }
+        let payload = T::read_from(r)?;
+        let signature = Signature::from_bytes(r.array_ref::<SIGNATURE_LEN>("signature")?);
+        Ok(Self {
+            bytes: r.shared_since(start),
+            issuer: PeerId::from_bytes(issuer),
+            signature,
+            payload,
+        })
+    }
+}
+
+impl<T: Clone> Clone for Signed<T> {
     fn clone(&self) -> Self {
         Self {
             bytes: self.bytes.clone(),
             issuer: self.issuer,
-            issuer_is_weak: self.issuer_is_weak,
             signature: self.signature,
-            _marker: PhantomData,
+            payload: self.payload.clone(),
         }
     }
 }
 
-/// Equal iff the wire bytes are equal (issuer and signature are part of
-/// them).
+/// Equal iff the wire bytes are equal (issuer, signature and payload are
+/// all determined by them).
 impl<T> PartialEq for Signed<T> {
     fn eq(&self, other: &Self) -> bool {
         self.bytes == other.bytes
@@ -336,12 +314,12 @@ impl<T> PartialEq for Signed<T> {
 
 impl<T> Eq for Signed<T> {}
 
-/// Shows the issuer, the length and the signature, not the payload.
+/// Shows the issuer, the length and the type, not the payload.
 impl<T> fmt::Debug for Signed<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Signed")
             .field("type", &core::any::type_name::<T>())
-            .field("issuer", &self.peer_id())
+            .field("issuer", &self.issuer)
             .field("len", &self.bytes.len())
             .finish_non_exhaustive()
     }

@@ -2,8 +2,8 @@
 //!
 //! ```text
 //!   Signed<T> --verify_strict / verify_batch--> Verified<T>
-//!                                                 |- payload()   the decoded T
-//!                                                 |- issuer()    who signed it
+//!                                                 |- payload()   the T decoded with the Signed<T>
+//!                                                 |- issuer()    who signed it (decompressed key)
 //!                                                 |- as_bytes()  the exact bytes received
 //!                                                 '- digest()    BLAKE3(Schema || fields)
 //! ```
@@ -23,45 +23,42 @@ use bytes::Bytes;
 use ed25519_dalek::VerifyingKey;
 
 use crate::Blob;
-use crate::{
-    blob::HasBlobMeta, payload::SCHEMA_LEN, BlobMismatch, Digest, Payload, PeerId, Signed,
-    VerifiedBlob,
-};
+use crate::{blob::HasBlobMeta, BlobMismatch, Digest, Payload, PeerId, Signed, VerifiedBlob};
 
 /// A payload whose signature verified; see the [module docs](self).
 pub struct Verified<T> {
     signed: Signed<T>,
-    payload: T,
+    key: VerifyingKey,
 }
 
 impl<T> Verified<T> {
     /// Only verification builds one.
-    pub(crate) fn new(signed: Signed<T>, payload: T) -> Self {
-        Self { signed, payload }
+    pub(crate) fn new(signed: Signed<T>, key: VerifyingKey) -> Self {
+        Self { signed, key }
     }
 
     /// The verified payload.
     #[must_use]
     pub fn payload(&self) -> &T {
-        &self.payload
+        self.signed.payload()
     }
 
     /// The payload, consuming `self`.
     #[must_use]
     pub fn into_payload(self) -> T {
-        self.payload
+        self.signed.into_payload()
     }
 
     /// Who signed it (a key that is not of small order).
     #[must_use]
     pub fn issuer(&self) -> VerifyingKey {
-        self.signed.issuer()
+        self.key
     }
 
     /// The issuer's peer id.
     #[must_use]
     pub fn peer_id(&self) -> PeerId {
-        self.signed.peer_id()
+        self.signed.issuer()
     }
 
     /// The original wire bytes, exactly as received.
@@ -82,10 +79,10 @@ impl<T> Verified<T> {
         &self.signed
     }
 
-    /// Both halves, consuming `self`.
+    /// The signed form, consuming `self`.
     #[must_use]
-    pub fn into_parts(self) -> (Signed<T>, T) {
-        (self.signed, self.payload)
+    pub fn into_signed(self) -> Signed<T> {
+        self.signed
     }
 }
 
@@ -95,15 +92,20 @@ impl<T: Payload> Verified<T> {
     /// Subduction: the same content signed by two issuers has one digest.
     ///
     /// ```
-    /// # use bijou_codec::{Reader, ReadError, Writer, WriteError};
+    /// # use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
     /// # use bijou_signing::{Payload, Signed};
     /// # use ed25519_dalek::SigningKey;
+    /// # #[derive(Clone)]
     /// # struct Byte(u8);
+    /// # impl Wire for Byte {
+    /// #     type Error = ReadError;
+    /// #     fn wire_len(&self) -> Result<usize, WriteError> { Ok(1) }
+    /// #     fn write_to<B: bytes::BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
+    /// #     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
+    /// # }
     /// # impl Payload for Byte {
     /// #     const SCHEMA: [u8; 4] = *b"BY\x00\x00";
     /// #     const DISCRIMINANT: Option<u8> = Some(7);
-    /// #     fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
-    /// #     fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
     /// # }
     /// let alice = SigningKey::from_bytes(&[1; 32]);
     /// let bob = SigningKey::from_bytes(&[2; 32]);
@@ -115,8 +117,7 @@ impl<T: Payload> Verified<T> {
     /// ```
     #[must_use]
     pub fn digest(&self) -> Digest<T> {
-        let schema = self.signed.as_bytes().get(..SCHEMA_LEN).unwrap_or_default();
-        Digest::hash_parts(&[schema, self.signed.fields()])
+        self.signed.digest()
     }
 }
 
@@ -128,7 +129,7 @@ impl<T: Payload + HasBlobMeta> Verified<T> {
     ///
     /// [`BlobMismatch`] if the size or the digest differ.
     pub fn verify_blob(&self, blob: Blob) -> Result<VerifiedBlob, BlobMismatch> {
-        self.payload.blob_meta().verify(blob)
+        self.payload().blob_meta().verify(blob)
     }
 }
 
@@ -136,7 +137,7 @@ impl<T: Clone> Clone for Verified<T> {
     fn clone(&self) -> Self {
         Self {
             signed: self.signed.clone(),
-            payload: self.payload.clone(),
+            key: self.key,
         }
     }
 }
@@ -145,7 +146,7 @@ impl<T: fmt::Debug> fmt::Debug for Verified<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Verified")
             .field("issuer", &self.peer_id())
-            .field("payload", &self.payload)
+            .field("payload", self.payload())
             .finish()
     }
 }

@@ -40,8 +40,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bijou_signing::{Digest, PeerId, SealError, Signed, Signer, VerifyError};
-use bytes::Bytes;
+use bijou_signing::{Digest, Identity, PeerId, SealError, Signed, VerifyError};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
@@ -50,7 +49,9 @@ use crate::message::{
     Audience, Challenge, HandshakeMessage, Message, MessageError, Rejection, RejectionReason,
     Response,
 };
-use crate::{prefix::LengthPrefix, FrameCodec, FrameError, DEFAULT_MAX_FRAME_LENGTH};
+use crate::{
+    prefix::LengthPrefix, FrameError, MessageCodec, SendError, DEFAULT_MAX_FRAME_LENGTH,
+};
 
 pub mod nonce_cache;
 
@@ -299,46 +300,42 @@ impl Responder {
 /// reason to send back (and the signature failure behind it, if any).
 type Checked = Result<bijou_signing::Verified<Challenge>, (RejectionReason, Option<VerifyError>)>;
 
-fn kind(msg: &Message) -> &'static str {
-    match msg {
-        Message::Sync(_) => "sync message",
-        Message::Handshake(HandshakeMessage::Challenge(_)) => "challenge",
-        Message::Handshake(HandshakeMessage::Response(_)) => "response",
-        Message::Handshake(HandshakeMessage::Rejection(_)) => "rejection",
-    }
-}
-
 async fn next_message<T, P>(
-    framed: &mut Framed<T, FrameCodec<P>>,
+    framed: &mut Framed<T, MessageCodec<P>>,
     waiting_for: &'static str,
 ) -> Result<HandshakeMessage, HandshakeError>
 where
     T: AsyncRead + AsyncWrite + Unpin,
     P: LengthPrefix,
 {
-    let frame: Bytes = match framed.next().await {
+    let frame = match framed.next().await {
         None => return Err(HandshakeError::Closed { waiting_for }),
         Some(frame) => frame?,
     };
-    match Message::decode(frame).map_err(HandshakeError::Malformed)? {
+    match frame.message.map_err(HandshakeError::Malformed)? {
         Message::Handshake(msg) => Ok(msg),
         other => Err(HandshakeError::Unexpected {
             expected: waiting_for,
-            found: kind(&other),
+            found: other.kind_name(),
         }),
     }
 }
 
 async fn send<T, P>(
-    framed: &mut Framed<T, FrameCodec<P>>,
-    msg: &HandshakeMessage,
+    framed: &mut Framed<T, MessageCodec<P>>,
+    msg: HandshakeMessage,
 ) -> Result<(), HandshakeError>
 where
     T: AsyncRead + AsyncWrite + Unpin,
     P: LengthPrefix,
 {
-    framed.send(msg.encode()).await?;
-    Ok(())
+    framed
+        .send(Message::Handshake(msg))
+        .await
+        .map_err(|e| match e {
+            SendError::Frame(e) => HandshakeError::Frame(e),
+            SendError::Encode(e) => HandshakeError::Seal(SealError::Encode(e)),
+        })
 }
 
 async fn bounded<F, R>(timeout: Duration, fut: F) -> Result<R, HandshakeError>
@@ -359,7 +356,7 @@ where
 ///
 /// [`HandshakeError`]; a refusal is [`HandshakeError::Rejected`].
 pub async fn initiate<T, P, S>(
-    framed: &mut Framed<T, FrameCodec<P>>,
+    framed: &mut Framed<T, MessageCodec<P>>,
     signer: &S,
     audience: Audience,
     config: &HandshakeConfig,
@@ -367,7 +364,7 @@ pub async fn initiate<T, P, S>(
 where
     T: AsyncRead + AsyncWrite + Unpin,
     P: LengthPrefix,
-    S: Signer + ?Sized,
+    S: Identity + ?Sized,
 {
     framed
         .codec_mut()
@@ -379,7 +376,7 @@ where
         .challenge_digest();
     let signed = Signed::seal(signer, &challenge)?;
     let authenticated = bounded(config.timeout, async {
-        send(framed, &HandshakeMessage::Challenge(signed)).await?;
+        send(framed, HandshakeMessage::Challenge(signed)).await?;
         match next_message(framed, "response").await? {
             HandshakeMessage::Response(response) => {
                 let response = response
@@ -432,14 +429,14 @@ where
 /// [`HandshakeError`]; a challenge we refused is
 /// [`HandshakeError::Refused`] (the rejection was sent).
 pub async fn respond<T, P, S>(
-    framed: &mut Framed<T, FrameCodec<P>>,
+    framed: &mut Framed<T, MessageCodec<P>>,
     signer: &S,
     responder: &Responder,
 ) -> Result<Authenticated, HandshakeError>
 where
     T: AsyncRead + AsyncWrite + Unpin,
     P: LengthPrefix,
-    S: Signer + ?Sized,
+    S: Identity + ?Sized,
 {
     framed
         .codec_mut()
@@ -468,7 +465,7 @@ where
                 let digest = verified.digest();
                 let response = Response::new(digest, now);
                 let signed = Signed::seal(signer, &response)?;
-                send(framed, &HandshakeMessage::Response(signed)).await?;
+                send(framed, HandshakeMessage::Response(signed)).await?;
                 Ok(Authenticated {
                     peer: verified.peer_id(),
                     challenge_digest: digest,
@@ -480,7 +477,7 @@ where
                     reason,
                     timestamp: now,
                 };
-                send(framed, &HandshakeMessage::Rejection(rejection)).await?;
+                send(framed, HandshakeMessage::Rejection(rejection)).await?;
                 Err(HandshakeError::Refused { reason, signature })
             }
         }

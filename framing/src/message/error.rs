@@ -2,7 +2,7 @@
 //! [`ReadError`] (field, absolute offset, need/have), wrapped unchanged.
 
 use bijou_codec::ReadError;
-use bijou_signing::{BlobMismatch, DecodeError, VerifyError};
+use bijou_signing::{BlobMismatch, DecodeError, Schema, VerifyError};
 
 use super::SedimentreeId;
 
@@ -16,10 +16,10 @@ pub enum MessageError {
     Read(#[from] ReadError),
     /// The first four bytes are not a schema this layer knows (or not the
     /// one the decoder was asked for).
-    #[error("unknown message schema {found:02x?}")]
+    #[error("unknown message schema {found}")]
     UnknownSchema {
         /// The bytes found.
-        found: [u8; 4],
+        found: Schema,
     },
     /// The sync envelope's `TotalSize` is not the message's length.
     #[error("TotalSize declares {declared} bytes but the message has {actual}")]
@@ -38,7 +38,7 @@ pub enum MessageError {
         offset: usize,
     },
     /// An embedded signed payload is malformed. Offsets inside `source`
-    /// are relative to `offset`.
+    /// are absolute in the frame, like every other offset.
     #[error("signed payload at offset {offset}: {source}")]
     Signed {
         /// Where the signed payload starts.

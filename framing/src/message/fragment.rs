@@ -30,11 +30,12 @@
 //! assert_eq!(fragment.checkpoints()[0].as_bytes(), &[6; 12]);
 //! ```
 
-use bijou_codec::{ReadError, Reader, WriteError, Writer};
-use bijou_signing::{BlobMeta, Digest, HasBlobMeta, Payload};
+use bijou_codec::{bijou64, count, ReadError, Reader, Wire, WriteError, Writer};
+use bijou_signing::{BlobMeta, HasBlobMeta, Payload};
+use bytes::BufMut;
 
 use super::{
-    fields::{read_ids, sorted_unique},
+    fields::{read_ids, read_item_head, sorted_unique, write_ids, write_item_head, ITEM_HEAD_LEN},
     CommitId, Scoped, SedimentreeId,
 };
 
@@ -63,7 +64,7 @@ impl Checkpoint {
 impl From<CommitId> for Checkpoint {
     /// The first 12 bytes of the id.
     fn from(id: CommitId) -> Self {
-        let [a, b, c, d, e, f, g, h, i, j, k, l, ..] = id.to_bytes();
+        let [a, b, c, d, e, f, g, h, i, j, k, l, ..] = *id.as_bytes();
         Self([a, b, c, d, e, f, g, h, i, j, k, l])
     }
 }
@@ -143,23 +144,35 @@ impl Scoped for Fragment {
 
 impl Payload for Fragment {
     const SCHEMA: [u8; 4] = *b"STF\0";
+}
 
-    fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
-        w.bytes(self.sedimentree_id.as_bytes());
-        w.bytes(self.head.as_bytes());
-        w.bytes(self.blob_meta.digest().as_bytes());
+/// The fields (the signed payload between issuer and signature).
+impl Wire for Fragment {
+    type Error = ReadError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        count::u8("boundary", self.boundary.len())?;
+        count::u16("checkpoints", self.checkpoints.len())?;
+        Ok(ITEM_HEAD_LEN
+            + 1
+            + 2
+            + bijou64::encoded_len(self.blob_meta.size())
+            + 32 * self.boundary.len()
+            + CHECKPOINT_LEN * self.checkpoints.len())
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+        write_item_head(w, &self.sedimentree_id, &self.head, &self.blob_meta);
         w.count_u8("boundary", self.boundary.len())?;
         w.count_u16("checkpoints", self.checkpoints.len())?;
         w.bijou64(self.blob_meta.size());
-        self.boundary.iter().for_each(|b| w.bytes(b.as_bytes()));
+        write_ids(w, &self.boundary);
         self.checkpoints.iter().for_each(|c| w.bytes(c.as_bytes()));
         Ok(())
     }
 
-    fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        let sedimentree_id = SedimentreeId::new(r.array("sedimentree_id")?);
-        let head = CommitId::new(r.array("head")?);
-        let digest = r.array("blob_digest")?;
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let (sedimentree_id, head, digest) = read_item_head(r)?;
         let boundary_count = r.u8("boundary_count")?;
         let checkpoint_count = r.u16("checkpoint_count")?;
         let size = r.bijou64("blob_size")?;
@@ -171,7 +184,7 @@ impl Payload for Fragment {
             head,
             boundary,
             checkpoints: checkpoints.into_iter().map(Checkpoint).collect(),
-            blob_meta: BlobMeta::new(Digest::from_bytes(digest), size),
+            blob_meta: BlobMeta::new(digest, size),
         })
     }
 }
@@ -179,6 +192,7 @@ impl Payload for Fragment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bijou_signing::Digest;
 
     fn fragment(boundary: usize, checkpoints: usize) -> Fragment {
         let id = |i: usize| {
@@ -196,9 +210,7 @@ mod tests {
     }
 
     fn fields(f: &Fragment) -> Result<Vec<u8>, WriteError> {
-        let mut out = Vec::new();
-        f.encode_fields(&mut Writer::new(&mut out))?;
-        Ok(out)
+        f.encode().map(Vec::from)
     }
 
     #[test]
@@ -207,7 +219,7 @@ mod tests {
         let bytes = fields(&f).unwrap();
         assert_eq!(bytes.len(), 96 + 1 + 2 + 1 + 32 + 24);
         assert_eq!(&bytes[96..100], &[1, 0, 2, 5]);
-        assert_eq!(Fragment::decode_fields(&mut Reader::new(&bytes)), Ok(f));
+        assert_eq!(Fragment::decode(bytes.into()), Ok(f));
     }
 
     #[test]
@@ -235,7 +247,7 @@ mod tests {
         bytes.extend_from_slice(&tail[12..]);
         bytes.extend_from_slice(&tail[..12]);
         assert!(matches!(
-            Fragment::decode_fields(&mut Reader::new(&bytes)),
+            Fragment::decode(bytes.into()),
             Err(ReadError::NotAscending {
                 field: "checkpoints",
                 index: 1,

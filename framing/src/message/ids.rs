@@ -20,19 +20,20 @@
 //! let fp = seed.fingerprint(&id);
 //! assert_eq!(fp, seed.fingerprint(&id));
 //! assert_ne!(fp, FingerprintSeed::new(42, 100).fingerprint(&id));
+//!
+//! // Ids print and parse as 64 lower-case hex digits.
+//! assert_eq!(id.to_string(), "07".repeat(32));
+//! assert_eq!("07".repeat(32).parse::<CommitId>(), Ok(id));
 //! ```
 
-use core::fmt;
 use core::hash::Hasher;
 
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
+use bytes::BufMut;
 use siphasher::sip::SipHasher24;
 
-fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
-    bytes.iter().try_for_each(|b| write!(f, "{b:02x}"))
-}
-
 macro_rules! id32 {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident, $field:literal) => {
         $(#[$doc])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
         pub struct $name([u8; 32]);
@@ -49,12 +50,6 @@ macro_rules! id32 {
             pub const fn as_bytes(&self) -> &[u8; 32] {
                 &self.0
             }
-
-            /// The 32 bytes, by value.
-            #[must_use]
-            pub const fn to_bytes(self) -> [u8; 32] {
-                self.0
-            }
         }
 
         impl From<[u8; 32]> for $name {
@@ -63,17 +58,35 @@ macro_rules! id32 {
             }
         }
 
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(concat!(stringify!($name), "("))?;
-                write_hex(f, &self.0)?;
-                f.write_str(")")
+        impl AsRef<[u8; 32]> for $name {
+            fn as_ref(&self) -> &[u8; 32] {
+                &self.0
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write_hex(f, &self.0)
+        impl From<$name> for [u8; 32] {
+            fn from(id: $name) -> Self {
+                id.0
+            }
+        }
+
+        bijou_signing::impl_hex_text!($name, 32, new);
+
+        /// 32 raw bytes on the wire.
+        impl Wire for $name {
+            type Error = ReadError;
+
+            fn wire_len(&self) -> Result<usize, WriteError> {
+                Ok(32)
+            }
+
+            fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+                w.bytes(&self.0);
+                Ok(())
+            }
+
+            fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+                r.array($field).map(Self)
             }
         }
     };
@@ -82,14 +95,16 @@ macro_rules! id32 {
 id32!(
     /// A sedimentree (document) id: 32 opaque bytes. Signed commits and
     /// fragments carry it, which binds them to one document.
-    SedimentreeId
+    SedimentreeId,
+    "sedimentree_id"
 );
 
 id32!(
     /// A commit id: 32 opaque, caller-supplied bytes (for Automerge, the
     /// change hash). Ordered byte-wise, which is the wire order of sorted
     /// arrays.
-    CommitId
+    CommitId,
+    "commit_id"
 );
 
 /// The 128-bit key for [`Fingerprint`]s, chosen by the requester of a sync
@@ -175,5 +190,8 @@ mod tests {
         let id = CommitId::new([0xAB; 32]);
         assert!(format!("{id:?}").starts_with("CommitId(abab"));
         assert_eq!(format!("{id}").len(), 64);
+        let tree = SedimentreeId::new([0x01; 32]);
+        assert_eq!(tree.to_string().parse::<SedimentreeId>(), Ok(tree));
+        assert!("01".repeat(31).parse::<SedimentreeId>().is_err());
     }
 }

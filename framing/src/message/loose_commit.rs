@@ -19,6 +19,7 @@
 //!
 //! ```
 //! use bijou_framing::message::{CommitId, LooseCommit, SedimentreeId};
+//! use bijou_framing::Wire;
 //! use bijou_signing::{Blob, Signed};
 //! use bijou_signing::ed25519_dalek::SigningKey;
 //!
@@ -40,11 +41,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use bijou_codec::{ReadError, Reader, WriteError, Writer};
-use bijou_signing::{BlobMeta, Digest, HasBlobMeta, Payload};
+use bijou_codec::{bijou64, count, ReadError, Reader, Wire, WriteError, Writer};
+use bijou_signing::{BlobMeta, HasBlobMeta, Payload};
+use bytes::BufMut;
 
 use super::{
-    fields::{read_ids, sorted_unique},
+    fields::{read_ids, read_item_head, sorted_unique, write_ids, write_item_head, ITEM_HEAD_LEN},
     CommitId, Scoped, SedimentreeId,
 };
 
@@ -114,21 +116,27 @@ impl Scoped for LooseCommit {
 
 impl Payload for LooseCommit {
     const SCHEMA: [u8; 4] = *b"STC\0";
+}
 
-    fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
-        w.bytes(self.sedimentree_id.as_bytes());
-        w.bytes(self.head.as_bytes());
-        w.bytes(self.blob_meta.digest().as_bytes());
+/// The fields (the signed payload between issuer and signature).
+impl Wire for LooseCommit {
+    type Error = ReadError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        count::u8("parents", self.parents.len())?;
+        Ok(ITEM_HEAD_LEN + 1 + bijou64::encoded_len(self.blob_meta.size()) + 32 * self.parents.len())
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+        write_item_head(w, &self.sedimentree_id, &self.head, &self.blob_meta);
         w.count_u8("parents", self.parents.len())?;
         w.bijou64(self.blob_meta.size());
-        self.parents.iter().for_each(|p| w.bytes(p.as_bytes()));
+        write_ids(w, &self.parents);
         Ok(())
     }
 
-    fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        let sedimentree_id = SedimentreeId::new(r.array("sedimentree_id")?);
-        let head = CommitId::new(r.array("head")?);
-        let digest = r.array("blob_digest")?;
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let (sedimentree_id, head, digest) = read_item_head(r)?;
         let count = r.u8("parent_count")?;
         let size = r.bijou64("blob_size")?;
         let parents = read_ids(r, "parents", count.into())?;
@@ -136,7 +144,7 @@ impl Payload for LooseCommit {
             sedimentree_id,
             head,
             parents,
-            blob_meta: BlobMeta::new(Digest::from_bytes(digest), size),
+            blob_meta: BlobMeta::new(digest, size),
         })
     }
 }
@@ -144,6 +152,7 @@ impl Payload for LooseCommit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bijou_signing::Digest;
 
     fn commit(parents: usize) -> LooseCommit {
         LooseCommit::new(
@@ -159,9 +168,7 @@ mod tests {
     }
 
     fn fields(c: &LooseCommit) -> Result<Vec<u8>, WriteError> {
-        let mut out = Vec::new();
-        c.encode_fields(&mut Writer::new(&mut out))?;
-        Ok(out)
+        c.encode().map(Vec::from)
     }
 
     #[test]
@@ -170,9 +177,7 @@ mod tests {
         assert_eq!(bytes.len(), 32 * 3 + 1 + 2 + 2 * 32);
         assert_eq!(bytes[96], 2);
         assert_eq!(&bytes[97..99], &[0xF8, 0x34]); // bijou64(300)
-        let mut r = Reader::new(&bytes);
-        assert_eq!(LooseCommit::decode_fields(&mut r).unwrap(), commit(2));
-        assert!(r.is_empty());
+        assert_eq!(LooseCommit::decode(bytes.into()).unwrap(), commit(2));
     }
 
     #[test]
@@ -196,7 +201,7 @@ mod tests {
         bytes.truncate(99);
         bytes.extend_from_slice(&second);
         bytes.extend_from_slice(&first);
-        let err = LooseCommit::decode_fields(&mut Reader::new(&bytes)).unwrap_err();
+        let err = LooseCommit::decode(bytes.into()).unwrap_err();
         assert!(matches!(
             err,
             ReadError::NotAscending {
@@ -211,7 +216,7 @@ mod tests {
         let parent = dup[99..].to_vec();
         dup.extend_from_slice(&parent);
         assert!(matches!(
-            LooseCommit::decode_fields(&mut Reader::new(&dup)),
+            LooseCommit::decode(dup.into()),
             Err(ReadError::NotAscending { .. })
         ));
     }

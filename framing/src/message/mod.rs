@@ -6,37 +6,41 @@
 //! (`encode(decode(b)) == b` for every accepted `b`), bounded by the input,
 //! panic-free, and encoding never truncates a count.
 //!
-//! ```text
-//!   Message ── "SUM\0" ──► SyncMessage        (sync.rs: envelope + 7 variants)
-//!           │                ├─ SignedItem<LooseCommit>  (STC\0, loose_commit.rs)
-//!           │                ├─ SignedItem<Fragment>     (STF\0, fragment.rs)
-//!           │                ├─ RemoteHeads              (remote_heads.rs)
-//!           │                └─ SyncDiff                 (sync_diff.rs)
-//!           └ "SUH\0" ──► HandshakeMessage   (handshake.rs: Challenge, Response, Rejection)
-//! ```
+//! Every wire type implements the one [`Wire`] trait (exact length, write
+//! into any `BufMut`, strict read from a zero-copy [`Reader`](bijou_codec::Reader)
+//! over the frame), with its read and write side by side in its own file:
 //!
-//! | Module | Concept |
-//! |---|---|
-//! | [`ids`] | `SedimentreeId`, `CommitId`, `Fingerprint`, `FingerprintSeed` |
-//! | [`loose_commit`] | `LooseCommit` payload |
-//! | [`fragment`] | `Fragment` payload, `Checkpoint` |
-//! | [`remote_heads`] | `RemoteHeads` |
-//! | [`item`] | `SignedItem`: signed payload + blob, and its scope-bound verification |
-//! | [`sync_diff`] | `SyncDiff` |
-//! | [`sync`] | `SyncMessage` and the `SUM\0` envelope |
-//! | [`handshake`] | `HandshakeMessage` |
-//! | [`error`] | `MessageError`, `VerifyItemError` |
+//! ```text
+//!   message/
+//!     mod.rs               Message: dispatch on the 4-byte schema
+//!     sync/mod.rs          SyncMessage: "SUM\0" envelope + tag dispatch
+//!       blob_message.rs            00 LooseCommit, 01 Fragment
+//!       batch_sync_request.rs      04
+//!       batch_sync_response.rs     05 (+ SyncResult)
+//!       remove_subscriptions.rs    06
+//!       data_request_rejected.rs   07
+//!       heads_update.rs            08
+//!     handshake/mod.rs     HandshakeMessage: "SUH\0" + kind dispatch
+//!       challenge.rs  response.rs  rejection.rs
+//!     loose_commit.rs      STC\0 signed payload     fragment.rs   STF\0 signed payload
+//!     signed_item.rs       Signed<T> · BlobLen · Blob, and its scope-bound verification
+//!     sync_diff.rs         SyncDiff                remote_heads.rs  RemoteHeads
+//!     ids.rs               SedimentreeId, CommitId, Fingerprint, FingerprintSeed
+//!     fields.rs            shared field helpers    error.rs   MessageError, VerifyItemError
+//! ```
 
-use bytes::Bytes;
+use bijou_codec::{Reader, Wire, WriteError, Writer};
+use bijou_signing::Schema;
+use bytes::BufMut;
 
 pub mod error;
 mod fields;
 pub mod fragment;
 pub mod handshake;
 pub mod ids;
-pub mod item;
 pub mod loose_commit;
 pub mod remote_heads;
+pub mod signed_item;
 pub mod sync;
 pub mod sync_diff;
 
@@ -46,12 +50,12 @@ pub use handshake::{
     Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response, HANDSHAKE_SCHEMA,
 };
 pub use ids::{CommitId, Fingerprint, FingerprintSeed, SedimentreeId};
-pub use item::SignedItem;
 pub use loose_commit::LooseCommit;
 pub use remote_heads::RemoteHeads;
+pub use signed_item::SignedItem;
 pub use sync::{
-    BatchSyncRequest, BatchSyncResponse, BlobMessage, SyncMessage, SyncResult, VerifiedItem,
-    SYNC_SCHEMA,
+    BatchSyncRequest, BatchSyncResponse, BlobMessage, DataRequestRejected, HeadsUpdate,
+    RemoveSubscriptions, SyncMessage, SyncResult, VerifiedItem, SYNC_SCHEMA,
 };
 pub use sync_diff::SyncDiff;
 
@@ -72,43 +76,61 @@ pub enum Message {
 }
 
 impl Message {
-    /// Decodes a message that must be all of `frame`, dispatching on the
-    /// schema.
-    ///
-    /// ```
-    /// use bijou_framing::message::{Message, MessageError, SedimentreeId, SyncMessage};
-    ///
-    /// let wire = SyncMessage::DataRequestRejected { id: SedimentreeId::new([3; 32]) }.encode()?;
-    /// assert!(matches!(Message::decode(wire.into())?, Message::Sync(_)));
-    /// assert!(matches!(
-    ///     Message::decode(bytes::Bytes::from_static(b"XYZ\0....")),
-    ///     Err(MessageError::UnknownSchema { found: [b'X', b'Y', b'Z', 0] })
-    /// ));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`MessageError`]; an unknown schema is
-    /// [`MessageError::UnknownSchema`].
-    pub fn decode(frame: Bytes) -> Result<Self, MessageError> {
-        let schema = bijou_codec::Reader::new(&frame).array::<4>("schema")?;
-        match schema {
-            SYNC_SCHEMA => SyncMessage::decode(frame).map(Self::Sync),
-            HANDSHAKE_SCHEMA => HandshakeMessage::decode(frame).map(Self::Handshake),
-            found => Err(MessageError::UnknownSchema { found }),
+    /// What kind of message this is, for errors and logs.
+    #[must_use]
+    pub const fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Sync(_) => "sync message",
+            Self::Handshake(h) => h.kind_name(),
+        }
+    }
+}
+
+/// Dispatches on the schema; each kind reads the whole message.
+///
+/// ```
+/// use bijou_codec::Wire;
+/// use bijou_framing::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
+/// use bijou_signing::Schema;
+///
+/// let msg: Message = SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([3; 32]) }).into();
+/// let wire = msg.encode()?;
+/// assert_eq!(Message::decode(wire)?, msg);
+/// let err = Message::decode(bytes::Bytes::from_static(b"BRF\0....")).unwrap_err();
+/// assert_eq!(err, MessageError::UnknownSchema { found: Schema(*b"BRF\0") });
+/// assert_eq!(err.to_string(), r#"unknown message schema "BRF\0" (42 52 46 00)"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Wire for Message {
+    type Error = MessageError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        match self {
+            Self::Sync(msg) => msg.wire_len(),
+            Self::Handshake(msg) => msg.wire_len(),
         }
     }
 
-    /// Encodes the message.
-    ///
-    /// # Errors
-    ///
-    /// [`bijou_codec::WriteError`] if a count does not fit (sync messages).
-    pub fn encode(&self) -> Result<Bytes, bijou_codec::WriteError> {
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         match self {
-            Self::Sync(msg) => msg.encode().map(Bytes::from),
-            Self::Handshake(msg) => Ok(msg.encode()),
+            Self::Sync(msg) => msg.write_to(w),
+            Self::Handshake(msg) => msg.write_to(w),
+        }
+    }
+
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
+        match r.peek_array::<4>() {
+            Some(SYNC_SCHEMA) => SyncMessage::read_from(r).map(Self::Sync),
+            Some(HANDSHAKE_SCHEMA) => HandshakeMessage::read_from(r).map(Self::Handshake),
+            Some(found) => Err(MessageError::UnknownSchema {
+                found: Schema(found),
+            }),
+            None => Err(r.array::<4>("schema").err().map_or(
+                MessageError::UnknownSchema {
+                    found: Schema([0; 4]),
+                },
+                MessageError::from,
+            )),
         }
     }
 }

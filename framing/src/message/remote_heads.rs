@@ -9,21 +9,22 @@
 //! ```
 //!
 //! ```
-//! use bijou_codec::Codec;
+//! use bijou_codec::Wire;
 //! use bijou_framing::message::{CommitId, RemoteHeads};
 //!
 //! let heads = RemoteHeads::new(7, [CommitId::new([2; 32]), CommitId::new([1; 32])]);
-//! let wire = heads.to_bytes()?;
+//! let wire = heads.encode()?;
 //! assert_eq!(wire.len(), 8 + 4 + 64);
 //! assert_eq!(&wire[..12], &[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2]);
-//! assert_eq!(RemoteHeads::from_bytes(&wire), Ok(heads));
+//! assert_eq!(RemoteHeads::decode(wire), Ok(heads));
 //! # Ok::<(), bijou_codec::WriteError>(())
 //! ```
 
-use bijou_codec::{Codec, ReadError, Reader, WriteError, Writer};
+use bijou_codec::{count, ReadError, Reader, Wire, WriteError, Writer};
+use bytes::BufMut;
 
 use super::{
-    fields::{read_ids, sorted_unique},
+    fields::{read_ids, sorted_unique, write_ids},
     CommitId,
 };
 
@@ -57,15 +58,22 @@ impl RemoteHeads {
     }
 }
 
-impl<'a> Codec<'a> for RemoteHeads {
-    fn write_to(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+impl Wire for RemoteHeads {
+    type Error = ReadError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        count::u32("heads", self.heads.len())?;
+        Ok(8 + 4 + 32 * self.heads.len())
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.u64(self.counter);
         w.count_u32("heads", self.heads.len())?;
-        self.heads.iter().for_each(|h| w.bytes(h.as_bytes()));
+        write_ids(w, &self.heads);
         Ok(())
     }
 
-    fn read_from(r: &mut Reader<'a>) -> Result<Self, ReadError> {
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
         let counter = r.u64("heads_counter")?;
         let count = r.u32("heads_count")?;
         let heads = read_ids(r, "heads", count.into())?;
@@ -82,7 +90,7 @@ mod tests {
         let mut wire = vec![0u8; 8];
         wire.extend_from_slice(&u32::MAX.to_be_bytes());
         assert!(matches!(
-            RemoteHeads::from_bytes(&wire),
+            RemoteHeads::decode(wire.into()),
             Err(ReadError::Truncated { field: "heads", .. })
         ));
     }
@@ -93,7 +101,7 @@ mod tests {
         wire.extend_from_slice(&2u32.to_be_bytes());
         wire.extend_from_slice(&[5; 64]);
         assert!(matches!(
-            RemoteHeads::from_bytes(&wire),
+            RemoteHeads::decode(wire.into()),
             Err(ReadError::NotAscending {
                 field: "heads",
                 index: 1,

@@ -15,8 +15,8 @@
 //! The signed items keep their order (each is one exact byte string); the
 //! fingerprint lists are sets and travel strictly ascending.
 
-use bijou_codec::{Reader, WriteError, Writer};
-use bytes::Bytes;
+use bijou_codec::{count, Reader, Wire, WriteError, Writer};
+use bytes::BufMut;
 
 use super::{
     fields::{read_fingerprints, sorted_unique, write_fingerprints},
@@ -78,36 +78,41 @@ impl SyncDiff {
     pub fn requested_fragments(&self) -> &[Fingerprint] {
         &self.requested_fragments
     }
+}
 
-    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+impl Wire for SyncDiff {
+    type Error = MessageError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        count::u16("commits", self.commits.len())?;
+        count::u16("fragments", self.fragments.len())?;
+        count::u16("requested_commits", self.requested_commits.len())?;
+        count::u16("requested_fragments", self.requested_fragments.len())?;
+        let commits = sum_wire_len(&self.commits)?;
+        let fragments = sum_wire_len(&self.fragments)?;
+        let fingerprints = 8 * (self.requested_commits.len() + self.requested_fragments.len());
+        Ok(8 + commits + fragments + fingerprints)
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.count_u16("commits", self.commits.len())?;
         w.count_u16("fragments", self.fragments.len())?;
         w.count_u16("requested_commits", self.requested_commits.len())?;
         w.count_u16("requested_fragments", self.requested_fragments.len())?;
-        self.commits.iter().try_for_each(|c| c.write(w))?;
-        self.fragments.iter().try_for_each(|f| f.write(w))?;
+        self.commits.iter().try_for_each(|c| c.write_to(w))?;
+        self.fragments.iter().try_for_each(|f| f.write_to(w))?;
         write_fingerprints(w, &self.requested_commits);
         write_fingerprints(w, &self.requested_fragments);
         Ok(())
     }
 
-    pub(crate) fn read(frame: &Bytes, r: &mut Reader<'_>) -> Result<Self, MessageError> {
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
         let commit_count = r.u16("commit_count")?;
         let fragment_count = r.u16("fragment_count")?;
         let requested_commit_count = r.u16("requested_commit_count")?;
         let requested_fragment_count = r.u16("requested_fragment_count")?;
-        // Each item needs at least its minimum size: bound the capacity by
-        // what the remaining bytes could hold.
-        let mut commits =
-            Vec::with_capacity(usize::from(commit_count).min(r.remaining() / MIN_COMMIT_ITEM));
-        for _ in 0..commit_count {
-            commits.push(SignedItem::read(frame, r)?);
-        }
-        let mut fragments =
-            Vec::with_capacity(usize::from(fragment_count).min(r.remaining() / MIN_FRAGMENT_ITEM));
-        for _ in 0..fragment_count {
-            fragments.push(SignedItem::read(frame, r)?);
-        }
+        let commits = read_items(r, commit_count, MIN_COMMIT_ITEM)?;
+        let fragments = read_items(r, fragment_count, MIN_FRAGMENT_ITEM)?;
         let requested_commits =
             read_fingerprints(r, "requested_commits", requested_commit_count.into())?;
         let requested_fragments =
@@ -119,4 +124,25 @@ impl SyncDiff {
             requested_fragments,
         })
     }
+}
+
+/// Reads `count` signed items. Each needs at least `min_len` bytes, so the
+/// capacity is bounded by what the remaining input could hold.
+fn read_items<T: bijou_signing::Payload>(
+    r: &mut Reader<'_>,
+    count: u16,
+    min_len: usize,
+) -> Result<Vec<SignedItem<T>>, MessageError> {
+    let mut items = Vec::with_capacity(usize::from(count).min(r.remaining() / min_len));
+    for _ in 0..count {
+        items.push(SignedItem::read_from(r)?);
+    }
+    Ok(items)
+}
+
+/// The summed wire length of signed items.
+fn sum_wire_len<T: bijou_signing::Payload>(items: &[SignedItem<T>]) -> Result<usize, WriteError> {
+    items.iter().try_fold(0usize, |sum, item| {
+        Ok(sum.saturating_add(item.wire_len()?))
+    })
 }

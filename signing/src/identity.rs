@@ -1,15 +1,18 @@
-//! [`Signer`]: whatever can produce Ed25519 signatures for one key.
+//! [`Identity`]: whatever can produce Ed25519 signatures for one key, and
+//! so can speak as one peer.
 //!
 //! Implemented for [`ed25519_dalek::SigningKey`]; a hardware or remote
 //! signer implements the same two methods. Signing is fallible so such a
-//! signer can report failure instead of panicking.
+//! signer can report failure instead of panicking. The name does not clash
+//! with [`ed25519_dalek::Signer`]: both can be imported together.
 //!
 //! ```
-//! use bijou_signing::Signer;
-//! use ed25519_dalek::{SigningKey, Verifier};
+//! use bijou_signing::Identity;
+//! use ed25519_dalek::{Signer, SigningKey, Verifier};
 //!
 //! let key = SigningKey::from_bytes(&[1; 32]);
-//! let signature = Signer::try_sign(&key, b"message")?;
+//! let signature = Identity::try_sign(&key, b"message")?;
+//! assert_eq!(signature, key.sign(b"message")); // dalek's Signer, same key
 //! key.verifying_key().verify(b"message", &signature)?;
 //! # Ok::<(), ed25519_dalek::SignatureError>(())
 //! ```
@@ -19,7 +22,7 @@ use ed25519_dalek::{Signature, SignatureError, SigningKey, VerifyingKey};
 use crate::PeerId;
 
 /// A source of Ed25519 signatures under one verifying key.
-pub trait Signer {
+pub trait Identity {
     /// The key signatures verify under; it becomes the issuer.
     fn verifying_key(&self) -> VerifyingKey;
 
@@ -37,7 +40,7 @@ pub trait Signer {
     }
 }
 
-impl Signer for SigningKey {
+impl Identity for SigningKey {
     fn verifying_key(&self) -> VerifyingKey {
         SigningKey::verifying_key(self)
     }
@@ -47,7 +50,7 @@ impl Signer for SigningKey {
     }
 }
 
-impl<S: Signer + ?Sized> Signer for &S {
+impl<S: Identity + ?Sized> Identity for &S {
     fn verifying_key(&self) -> VerifyingKey {
         (**self).verifying_key()
     }

@@ -9,14 +9,16 @@
 //!     self-delimiting (T's fields)                       BlobLen bytes
 //! ```
 //!
-//! Both parts are zero-copy [`Bytes`] slices of the received frame.
+//! Both parts are zero-copy [`Bytes`](bytes::Bytes) slices of the received
+//! frame, and the signed payload is decoded once, as it is read. Error
+//! offsets are absolute in the frame.
 
-use bijou_codec::{Reader, WriteError, Writer};
-use bijou_signing::{Blob, Payload, Signed, Verified, VerifiedBlob};
-use bytes::Bytes;
+use bijou_codec::{Reader, Wire, WriteError, Writer};
+use bijou_signing::{Blob, HasBlobMeta, Payload, Signed, Verified, VerifiedBlob};
+use bytes::BufMut;
 
 use super::{
-    fields::{read_blob, write_blob},
+    fields::{blob_len, read_blob, write_blob},
     MessageError, Scoped, SedimentreeId, VerifyItemError,
 };
 
@@ -53,25 +55,32 @@ impl<T> SignedItem<T> {
         (self.signed, self.blob)
     }
 
-    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
-        w.bytes(self.signed.as_bytes());
-        write_blob(w, self.blob.as_bytes())
-    }
 }
 
-impl<T: Payload> SignedItem<T> {
-    /// Reads one item from `r`, a reader over all of `frame`.
-    pub(crate) fn read(frame: &Bytes, r: &mut Reader<'_>) -> Result<Self, MessageError> {
+/// `Signed<T> · BlobLen bijou64 · Blob`.
+impl<T: Payload> Wire for SignedItem<T> {
+    type Error = MessageError;
+
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        Ok(self.signed.len() + blob_len(self.blob.as_bytes()))
+    }
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+        w.bytes(self.signed.as_bytes());
+        write_blob(w, self.blob.as_bytes());
+        Ok(())
+    }
+
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
         let offset = r.offset();
-        let (signed, used) = Signed::<T>::decode_prefix(frame.slice_ref(r.rest()))
-            .map_err(|source| MessageError::Signed { offset, source })?;
-        r.bytes("signed", used)?;
-        let blob = Blob::new(read_blob(frame, r)?);
+        let signed =
+            Signed::<T>::read_from(r).map_err(|source| MessageError::Signed { offset, source })?;
+        let blob = Blob::new(read_blob(r)?);
         Ok(Self { signed, blob })
     }
 }
 
-impl<T: Payload + Scoped + bijou_signing::HasBlobMeta> SignedItem<T> {
+impl<T: Payload + Scoped + HasBlobMeta> SignedItem<T> {
     /// Verifies the signature (strict), then that the signed payload
     /// belongs to `scope` (the document the enclosing message is for), then
     /// the blob against the signed size and digest.
