@@ -44,7 +44,8 @@ use bijou_frame::framing::message::{
 };
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_frame::framing::Connection;
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Signer};
+use bijou_frame::prelude::Wire;
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -68,7 +69,7 @@ struct Args {
     /// --listen). The challenge is then addressed to that key and the
     /// response must be signed by it; without it, any server offering the
     /// echo discovery id is accepted.
-    #[arg(long, value_name = "PEER_ID", requires = "connect", value_parser = parse_peer_id)]
+    #[arg(long, value_name = "PEER_ID", requires = "connect")]
     server_id: Option<PeerId>,
     /// Frames each sending peer sends.
     #[arg(long, default_value_t = 1000)]
@@ -136,23 +137,6 @@ impl BlobSize {
             },
         }
     }
-}
-
-fn parse_peer_id(s: &str) -> Result<PeerId, String> {
-    let s = s.trim();
-    if s.len() != 64 || !s.is_ascii() {
-        return Err(format!(
-            "expected 64 hex digits, got {} characters",
-            s.len()
-        ));
-    }
-    let mut bytes = [0u8; 32];
-    for (i, b) in bytes.iter_mut().enumerate() {
-        let pair = s.get(2 * i..2 * i + 2).unwrap_or_default();
-        *b = u8::from_str_radix(pair, 16)
-            .map_err(|_| format!("invalid hex {pair:?} at position {}", 2 * i))?;
-    }
-    Ok(PeerId::from_bytes(bytes))
 }
 
 /// The discovery id both sides use in two-terminal mode.
@@ -809,9 +793,14 @@ mod tests {
     #[test]
     fn server_ids_parse_from_hex() {
         let id = PeerId::from_bytes([0xAB; 32]);
-        assert_eq!(parse_peer_id(&id.to_string()), Ok(id));
-        assert!(parse_peer_id("abcd").is_err());
-        assert!(parse_peer_id(&"zz".repeat(32)).is_err());
+        let parse =
+            |s: &str| Args::try_parse_from(["echo", "--connect", "127.0.0.1:1", "--server-id", s]);
+        assert_eq!(
+            parse(&id.to_string()).map(|a| a.server_id).ok(),
+            Some(Some(id))
+        );
+        assert!(parse("abcd").is_err());
+        assert!(parse(&"zz".repeat(32)).is_err());
     }
 
     #[test]

@@ -31,6 +31,7 @@ use bijou_frame::framing::message::{
     Audience, BlobMessage, HandshakeMessage, Message, Scoped, SyncMessage, SyncResult,
 };
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixError, U32Be};
+use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{HasBlobMeta, Payload};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};

@@ -18,6 +18,23 @@ pub use bijou_codec as codec;
 pub use bijou_framing as framing;
 pub use bijou_signing as signing;
 
+/// The traits most code needs in scope: [`Wire`](prelude::Wire) (encode,
+/// decode, `wire_len` on every wire type) and
+/// [`Identity`](prelude::Identity) (who signs).
+///
+/// ```
+/// use bijou_frame::prelude::*;
+/// use bijou_frame::framing::message::{DataRequestRejected, Message, SedimentreeId, SyncMessage};
+///
+/// let msg = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
+/// assert_eq!(Message::decode(msg.encode()?)?, msg);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod prelude {
+    pub use bijou_codec::Wire;
+    pub use bijou_signing::Identity;
+}
+
 /// The README's examples, compiled and run as doc tests so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -4,10 +4,9 @@
 //! Every wire type of bijou-frame implements this one trait: integers and
 //! arrays here, ids and digests, signed payloads (whose `Wire` form is
 //! their fields), `Signed<T>`, and each message. An implementation gives
-//! three things, side by side:
+//! two things, side by side:
 //!
 //! ```text
-//!   wire_len(&self)  exact encoded length; checks every count first
 //!   write_to(&self)  the fields, in order, into a Writer over any BufMut
 //!   read_from(r)     the fields, in order, strictly, from a Reader
 //! ```
@@ -15,6 +14,7 @@
 //! and gets the rest:
 //!
 //! ```text
+//!   wire_len(&self)      -> Result<usize, WriteError>   write_to, counting only (override if cheaper)
 //!   encode(&self)        -> Result<Bytes, WriteError>   one allocation, exact size
 //!   encode_into(&self,b) -> Result<usize, WriteError>   in place, into any BufMut
 //!   decode(Bytes)        -> Result<Self, Self::Error>   must use all of the input
@@ -40,9 +40,6 @@
 //!
 //! impl Wire for Blob {
 //!     type Error = ReadError;
-//!     fn wire_len(&self) -> Result<usize, WriteError> {
-//!         Ok(bijou_codec::bijou64::encoded_len(self.0.len() as u64) + self.0.len())
-//!     }
 //!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 //!         w.bijou64_len(self.0.len());
 //!         w.bytes(&self.0);
@@ -71,14 +68,19 @@ pub trait Wire: Sized {
     /// richer error that wraps it.
     type Error: From<ReadError>;
 
-    /// The exact number of bytes [`Wire::write_to`] writes.
+    /// The exact number of bytes [`Wire::write_to`] writes: by default,
+    /// `write_to` run on a writer that only counts (and checks every count,
+    /// so nothing is written for a value that cannot be encoded). Override
+    /// it where the length is known without walking the fields.
     ///
     /// # Errors
     ///
-    /// [`WriteError::CountTooLarge`] if a count does not fit its field:
-    /// implementations check every count here, so that nothing is written
-    /// for a value that cannot be encoded.
-    fn wire_len(&self) -> Result<usize, WriteError>;
+    /// [`WriteError::CountTooLarge`] if a count does not fit its field.
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        let mut counter = Writer::counting();
+        self.write_to(&mut counter)?;
+        Ok(counter.len())
+    }
 
     /// Writes the wire form. Called by [`Wire::encode_into`] once
     /// [`Wire::wire_len`] succeeded and the buffer has room.
@@ -147,10 +149,6 @@ pub trait Wire: Sized {
 impl<const N: usize> Wire for [u8; N] {
     type Error = ReadError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(N)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self);
         Ok(())
@@ -165,10 +163,6 @@ macro_rules! big_endian_wire {
     ($($ty:ident),*) => {$(
         impl Wire for $ty {
             type Error = ReadError;
-
-            fn wire_len(&self) -> Result<usize, WriteError> {
-                Ok(core::mem::size_of::<$ty>())
-            }
 
             fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
                 w.$ty(*self);

@@ -6,11 +6,12 @@
 //! [`Writer::count_u32`] check the value fits and fail with
 //! [`WriteError::CountTooLarge`] instead.
 //!
-//! A `Writer` is only made by [`Wire::encode_into`](crate::Wire::encode_into)
-//! (and the methods built on it), after the value's exact length has been
-//! computed, every count checked and the buffer's capacity confirmed, so
-//! writing never panics on a short buffer and an error leaves the buffer
-//! untouched.
+//! A `Writer` is only made by the [`Wire`](crate::Wire) methods. It either
+//! counts (for [`Wire::wire_len`](crate::Wire::wire_len): the same
+//! `write_to` code computes the exact length and checks every count, so the
+//! two cannot disagree), or writes, once the length is known, every count
+//! checked and the buffer's capacity confirmed: writing never panics on a
+//! short buffer, and an error leaves the buffer untouched.
 //!
 //! ```
 //! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
@@ -21,10 +22,6 @@
 //!
 //! impl Wire for Example {
 //!     type Error = ReadError;
-//!     fn wire_len(&self) -> Result<usize, WriteError> {
-//!         bijou_codec::count::u16("ids", self.ids.len())?;
-//!         Ok(2 + bijou_codec::bijou64::encoded_len(self.size) + self.ids.len())
-//!     }
 //!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 //!         w.count_u16("ids", self.ids.len())?;
 //!         w.bijou64(self.size);
@@ -79,53 +76,89 @@ pub enum WriteError {
     },
 }
 
-/// Writes fields into a [`BufMut`]; see the [module docs](self).
+/// Writes fields into a [`BufMut`], or only counts them; see the
+/// [module docs](self).
 #[derive(Debug)]
 pub struct Writer<'a, B: ?Sized> {
-    out: &'a mut B,
+    /// `None` when counting: the writer then only adds up lengths and
+    /// checks counts (how [`Wire::wire_len`](crate::Wire::wire_len) is
+    /// computed by default).
+    out: Option<&'a mut B>,
+    len: usize,
+}
+
+impl Writer<'static, bytes::BytesMut> {
+    /// A writer that writes nothing and counts what would be written.
+    pub(crate) fn counting() -> Self {
+        Self { out: None, len: 0 }
+    }
 }
 
 impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     /// Only [`Wire::encode_into`](crate::Wire::encode_into) makes writers,
     /// after checking the buffer can take the whole value.
     pub(crate) fn new(out: &'a mut B) -> Self {
-        Self { out }
+        Self {
+            out: Some(out),
+            len: 0,
+        }
+    }
+
+    /// Bytes written (or counted) so far.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written yet.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Raw bytes, as they are.
     #[inline]
     pub fn bytes(&mut self, bytes: &[u8]) {
-        self.out.put_slice(bytes);
+        if let Some(out) = &mut self.out {
+            out.put_slice(bytes);
+        }
+        self.len = self.len.saturating_add(bytes.len());
     }
 
     /// One byte.
     #[inline]
     pub fn u8(&mut self, value: u8) {
-        self.out.put_u8(value);
+        if let Some(out) = &mut self.out {
+            out.put_u8(value);
+        }
+        self.len = self.len.saturating_add(1);
     }
 
     /// A big-endian `u16`.
     #[inline]
     pub fn u16(&mut self, value: u16) {
-        self.out.put_u16(value);
+        self.bytes(&value.to_be_bytes());
     }
 
     /// A big-endian `u32`.
     #[inline]
     pub fn u32(&mut self, value: u32) {
-        self.out.put_u32(value);
+        self.bytes(&value.to_be_bytes());
     }
 
     /// A big-endian `u64`.
     #[inline]
     pub fn u64(&mut self, value: u64) {
-        self.out.put_u64(value);
+        self.bytes(&value.to_be_bytes());
     }
 
     /// A bijou64 value.
     #[inline]
     pub fn bijou64(&mut self, value: u64) {
-        bijou64::encode(value, self.out);
+        if let Some(out) = &mut self.out {
+            bijou64::encode(value, *out);
+        }
+        self.len = self.len.saturating_add(bijou64::encoded_len(value));
     }
 
     /// A length as bijou64 (`usize` always fits in `u64` on supported

@@ -85,7 +85,6 @@ pub struct Item<'a> {
 /// # struct Byte(u8);
 /// # impl Wire for Byte {
 /// #     type Error = ReadError;
-/// #     fn wire_len(&self) -> Result<usize, WriteError> { Ok(1) }
 /// #     fn write_to<B: bytes::BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
 /// #     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
 /// # }
@@ -124,7 +123,10 @@ pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, 
                 message: signed.message(),
                 signature: signed.signature(),
             };
-            Some((item, strict::precheck(key, key.is_weak(), signed.signature())))
+            Some((
+                item,
+                strict::precheck(key, key.is_weak(), signed.signature()),
+            ))
         })
         .unzip();
     let mut batched = verify_prechecked_items(&raw, prechecks).into_iter();
@@ -137,7 +139,7 @@ pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, 
             batched
                 .next()
                 .unwrap_or(Err(VerifyError::InvalidIssuer {
-                    issuer: signed.issuer(),
+                    issuer: signed.peer_id(),
                 }))
                 .map(|()| Verified::new(signed.clone(), key))
         })

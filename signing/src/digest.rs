@@ -64,7 +64,6 @@ impl<T: ?Sized> Digest<T> {
         &self.bytes
     }
 
-
     /// BLAKE3 over `parts`, concatenated.
     pub(crate) fn hash_parts(parts: &[&[u8]]) -> Self {
         let mut hasher = blake3::Hasher::new();
@@ -126,10 +125,6 @@ impl<T: ?Sized> AsRef<[u8]> for Digest<T> {
 /// 32 raw bytes on the wire.
 impl<T: ?Sized> Wire for Digest<T> {
     type Error = ReadError;
-
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(DIGEST_LEN)
-    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(&self.bytes);

@@ -51,9 +51,6 @@
 //!
 //! impl Wire for Counter {
 //!     type Error = ReadError;
-//!     fn wire_len(&self) -> Result<usize, WriteError> {
-//!         Ok(bijou_codec::bijou64::encoded_len(self.0))
-//!     }
 //!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 //!         w.bijou64(self.0);
 //!         Ok(())

@@ -36,10 +36,6 @@
 //!
 //! impl Wire for Ids {
 //!     type Error = ReadError;
-//!     fn wire_len(&self) -> Result<usize, WriteError> {
-//!         count::u8("ids", self.0.len())?;
-//!         Ok(1 + 8 * self.0.len())
-//!     }
 //!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 //!         w.count_u8("ids", self.0.len())?;
 //!         self.0.iter().for_each(|id| w.bytes(id));

@@ -46,7 +46,6 @@ impl PeerId {
         &self.0
     }
 
-
     /// Decompresses the id into a verifying key.
     ///
     /// # Errors
@@ -87,10 +86,6 @@ crate::impl_hex_text!(PeerId, PUBLIC_KEY_LENGTH, from_bytes);
 impl Wire for PeerId {
     type Error = ReadError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(PUBLIC_KEY_LENGTH)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(&self.0);
         Ok(())
@@ -119,7 +114,10 @@ mod tests {
         let id = PeerId::from_bytes([0xA5; 32]);
         assert_eq!(format!("{id}"), "a5".repeat(32));
         assert_eq!(format!("{id:?}"), format!("PeerId({})", "a5".repeat(32)));
-        assert_eq!(PeerId::decode(bytes::Bytes::from_static(&[0xA5; 32])), Ok(id));
+        assert_eq!(
+            PeerId::decode(bytes::Bytes::from_static(&[0xA5; 32])),
+            Ok(id)
+        );
         assert_eq!("a5".repeat(32).parse::<PeerId>(), Ok(id));
         assert!("A5".repeat(32).parse::<PeerId>().is_err());
     }

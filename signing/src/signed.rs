@@ -68,9 +68,6 @@ use crate::{
 ///
 /// impl Wire for Note {
 ///     type Error = ReadError;
-///     fn wire_len(&self) -> Result<usize, WriteError> {
-///         Ok(bijou_codec::bijou64::encoded_len(self.text.len() as u64) + self.text.len())
-///     }
 ///     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
 ///         w.bijou64_len(self.text.len());
 ///         w.bytes(&self.text);
@@ -171,7 +168,7 @@ impl<T> Signed<T> {
     /// The issuer's peer id, as sent (a canonical point encoding; the point
     /// is checked by verification).
     #[must_use]
-    pub fn issuer(&self) -> PeerId {
+    pub fn peer_id(&self) -> PeerId {
         self.issuer
     }
 

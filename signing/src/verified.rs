@@ -58,7 +58,7 @@ impl<T> Verified<T> {
     /// The issuer's peer id.
     #[must_use]
     pub fn peer_id(&self) -> PeerId {
-        self.signed.issuer()
+        self.signed.peer_id()
     }
 
     /// The original wire bytes, exactly as received.
@@ -99,7 +99,6 @@ impl<T: Payload> Verified<T> {
     /// # struct Byte(u8);
     /// # impl Wire for Byte {
     /// #     type Error = ReadError;
-    /// #     fn wire_len(&self) -> Result<usize, WriteError> { Ok(1) }
     /// #     fn write_to<B: bytes::BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> { w.u8(self.0); Ok(()) }
     /// #     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> { r.u8("byte").map(Byte) }
     /// # }

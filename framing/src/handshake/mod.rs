@@ -49,9 +49,7 @@ use crate::message::{
     Audience, Challenge, HandshakeMessage, Message, MessageError, Rejection, RejectionReason,
     Response,
 };
-use crate::{
-    prefix::LengthPrefix, FrameError, MessageCodec, SendError, DEFAULT_MAX_FRAME_LENGTH,
-};
+use crate::{prefix::LengthPrefix, FrameError, MessageCodec, SendError, DEFAULT_MAX_FRAME_LENGTH};
 
 pub mod nonce_cache;
 

@@ -1,15 +1,11 @@
 //! Field helpers shared by the message types: sorted arrays of ids and
 //! fingerprints, and blobs with their bijou64 length.
 
-use bijou_codec::{bijou64, ReadError, Reader, Writer};
+use bijou_codec::{ReadError, Reader, Writer};
 use bijou_signing::{Blob, BlobMeta, Digest};
 use bytes::{BufMut, Bytes};
 
 use super::{CommitId, Fingerprint, SedimentreeId};
-
-/// Length of the fields that open both a commit and a fragment:
-/// `SedimentreeId 32 · Head 32 · BlobDigest 32`.
-pub(crate) const ITEM_HEAD_LEN: usize = 96;
 
 /// Reads `SedimentreeId · Head · BlobDigest`, the opening fields of a
 /// commit or a fragment.
@@ -44,13 +40,15 @@ pub(crate) fn sorted_unique<T: Ord>(items: impl IntoIterator<Item = T>) -> Vec<T
     out
 }
 
-/// Reads `count` strictly ascending 32-byte ids.
-pub(crate) fn read_ids<T: From<[u8; 32]>>(
+/// Reads `count` strictly ascending `N`-byte elements (ids, checkpoints,
+/// big-endian fingerprints: byte order is their order), refusing a count
+/// the input cannot hold before allocating.
+pub(crate) fn read_sorted<const N: usize, T: From<[u8; N]>>(
     r: &mut Reader<'_>,
     field: &'static str,
     count: u64,
 ) -> Result<Vec<T>, ReadError> {
-    Ok(r.ascending_arrays::<32>(field, count)?
+    Ok(r.ascending_arrays::<N>(field, count)?
         .into_iter()
         .map(T::from)
         .collect())
@@ -61,27 +59,9 @@ pub(crate) fn write_ids<T: AsRef<[u8; 32]>, B: BufMut + ?Sized>(w: &mut Writer<'
     ids.iter().for_each(|id| w.bytes(id.as_ref()));
 }
 
-/// Reads `count` strictly ascending big-endian `u64`s (fingerprints: byte
-/// order and numeric order agree).
-pub(crate) fn read_fingerprints(
-    r: &mut Reader<'_>,
-    field: &'static str,
-    count: u64,
-) -> Result<Vec<Fingerprint>, ReadError> {
-    Ok(r.ascending_arrays::<8>(field, count)?
-        .into_iter()
-        .map(|b| Fingerprint::from_u64(u64::from_be_bytes(b)))
-        .collect())
-}
-
 /// Writes fingerprints, 8 bytes each, big-endian.
 pub(crate) fn write_fingerprints<B: BufMut + ?Sized>(w: &mut Writer<'_, B>, fps: &[Fingerprint]) {
     fps.iter().for_each(|fp| w.u64(fp.as_u64()));
-}
-
-/// Wire length of a blob behind its bijou64 length.
-pub(crate) fn blob_len(blob: &[u8]) -> usize {
-    bijou64::encoded_len(u64::try_from(blob.len()).unwrap_or(u64::MAX)) + blob.len()
 }
 
 /// Reads a bijou64 length and that many bytes, as a zero-copy slice of the
@@ -96,3 +76,47 @@ pub(crate) fn write_blob<B: BufMut + ?Sized>(w: &mut Writer<'_, B>, blob: &[u8])
     w.bijou64_len(blob.len());
     w.bytes(blob);
 }
+
+/// The accessors and traits a signed commit or fragment shares: its tree
+/// id (the scope it is bound to), its head, the blob it announces, and its
+/// schema. The type has fields `sedimentree_id`, `head` and `blob_meta`.
+macro_rules! signed_content {
+    ($name:ident, $schema:expr) => {
+        impl $name {
+            /// The document it belongs to (signed, so bound to it).
+            #[must_use]
+            pub const fn sedimentree_id(&self) -> SedimentreeId {
+                self.sedimentree_id
+            }
+
+            /// Its head commit.
+            #[must_use]
+            pub const fn head(&self) -> CommitId {
+                self.head
+            }
+
+            /// Digest and size of the blob it announces.
+            #[must_use]
+            pub const fn blob_meta(&self) -> BlobMeta {
+                self.blob_meta
+            }
+        }
+
+        impl bijou_signing::HasBlobMeta for $name {
+            fn blob_meta(&self) -> BlobMeta {
+                self.blob_meta
+            }
+        }
+
+        impl $crate::message::Scoped for $name {
+            fn sedimentree_id(&self) -> SedimentreeId {
+                self.sedimentree_id
+            }
+        }
+
+        impl bijou_signing::Payload for $name {
+            const SCHEMA: [u8; 4] = $schema;
+        }
+    };
+}
+pub(crate) use signed_content;

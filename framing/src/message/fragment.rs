@@ -30,13 +30,15 @@
 //! assert_eq!(fragment.checkpoints()[0].as_bytes(), &[6; 12]);
 //! ```
 
-use bijou_codec::{bijou64, count, ReadError, Reader, Wire, WriteError, Writer};
-use bijou_signing::{BlobMeta, HasBlobMeta, Payload};
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
+use bijou_signing::BlobMeta;
 use bytes::BufMut;
 
 use super::{
-    fields::{read_ids, read_item_head, sorted_unique, write_ids, write_item_head, ITEM_HEAD_LEN},
-    CommitId, Scoped, SedimentreeId,
+    fields::{
+        read_item_head, read_sorted, signed_content, sorted_unique, write_ids, write_item_head,
+    },
+    CommitId, SedimentreeId,
 };
 
 /// Length of a [`Checkpoint`] on the wire.
@@ -58,6 +60,12 @@ impl Checkpoint {
     #[must_use]
     pub const fn as_bytes(&self) -> &[u8; CHECKPOINT_LEN] {
         &self.0
+    }
+}
+
+impl From<[u8; CHECKPOINT_LEN]> for Checkpoint {
+    fn from(bytes: [u8; CHECKPOINT_LEN]) -> Self {
+        Self(bytes)
     }
 }
 
@@ -99,18 +107,6 @@ impl Fragment {
         }
     }
 
-    /// The document this fragment belongs to (signed, so bound to it).
-    #[must_use]
-    pub const fn sedimentree_id(&self) -> SedimentreeId {
-        self.sedimentree_id
-    }
-
-    /// The fragment's head commit.
-    #[must_use]
-    pub const fn head(&self) -> CommitId {
-        self.head
-    }
-
     /// The boundary commits, strictly ascending.
     #[must_use]
     pub fn boundary(&self) -> &[CommitId] {
@@ -122,44 +118,12 @@ impl Fragment {
     pub fn checkpoints(&self) -> &[Checkpoint] {
         &self.checkpoints
     }
-
-    /// Digest and size of the blob holding the fragment's data.
-    #[must_use]
-    pub const fn blob_meta(&self) -> BlobMeta {
-        self.blob_meta
-    }
 }
-
-impl HasBlobMeta for Fragment {
-    fn blob_meta(&self) -> BlobMeta {
-        self.blob_meta
-    }
-}
-
-impl Scoped for Fragment {
-    fn sedimentree_id(&self) -> SedimentreeId {
-        self.sedimentree_id
-    }
-}
-
-impl Payload for Fragment {
-    const SCHEMA: [u8; 4] = *b"STF\0";
-}
+signed_content!(Fragment, *b"STF\0");
 
 /// The fields (the signed payload between issuer and signature).
 impl Wire for Fragment {
     type Error = ReadError;
-
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        count::u8("boundary", self.boundary.len())?;
-        count::u16("checkpoints", self.checkpoints.len())?;
-        Ok(ITEM_HEAD_LEN
-            + 1
-            + 2
-            + bijou64::encoded_len(self.blob_meta.size())
-            + 32 * self.boundary.len()
-            + CHECKPOINT_LEN * self.checkpoints.len())
-    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         write_item_head(w, &self.sedimentree_id, &self.head, &self.blob_meta);
@@ -176,14 +140,14 @@ impl Wire for Fragment {
         let boundary_count = r.u8("boundary_count")?;
         let checkpoint_count = r.u16("checkpoint_count")?;
         let size = r.bijou64("blob_size")?;
-        let boundary = read_ids(r, "boundary", boundary_count.into())?;
+        let boundary = read_sorted::<32, _>(r, "boundary", boundary_count.into())?;
         let checkpoints =
-            r.ascending_arrays::<CHECKPOINT_LEN>("checkpoints", checkpoint_count.into())?;
+            read_sorted::<CHECKPOINT_LEN, _>(r, "checkpoints", checkpoint_count.into())?;
         Ok(Self {
             sedimentree_id,
             head,
             boundary,
-            checkpoints: checkpoints.into_iter().map(Checkpoint).collect(),
+            checkpoints,
             blob_meta: BlobMeta::new(digest, size),
         })
     }

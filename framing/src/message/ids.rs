@@ -76,10 +76,6 @@ macro_rules! id32 {
         impl Wire for $name {
             type Error = ReadError;
 
-            fn wire_len(&self) -> Result<usize, WriteError> {
-                Ok(32)
-            }
-
             fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
                 w.bytes(&self.0);
                 Ok(())
@@ -147,6 +143,13 @@ impl FingerprintSeed {
 /// Sent as 8 big-endian bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Fingerprint(u64);
+
+impl From<[u8; 8]> for Fingerprint {
+    /// The wire form: 8 bytes, big-endian.
+    fn from(bytes: [u8; 8]) -> Self {
+        Self(u64::from_be_bytes(bytes))
+    }
+}
 
 impl Fingerprint {
     /// A fingerprint with this value (as read off the wire).

@@ -41,13 +41,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use bijou_codec::{bijou64, count, ReadError, Reader, Wire, WriteError, Writer};
-use bijou_signing::{BlobMeta, HasBlobMeta, Payload};
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
+use bijou_signing::BlobMeta;
 use bytes::BufMut;
 
 use super::{
-    fields::{read_ids, read_item_head, sorted_unique, write_ids, write_item_head, ITEM_HEAD_LEN},
-    CommitId, Scoped, SedimentreeId,
+    fields::{
+        read_item_head, read_sorted, signed_content, sorted_unique, write_ids, write_item_head,
+    },
+    CommitId, SedimentreeId,
 };
 
 /// A commit: which document, which head, its parents, and the blob that
@@ -77,55 +79,17 @@ impl LooseCommit {
         }
     }
 
-    /// The document this commit belongs to (signed, so bound to it).
-    #[must_use]
-    pub const fn sedimentree_id(&self) -> SedimentreeId {
-        self.sedimentree_id
-    }
-
-    /// The commit's own id.
-    #[must_use]
-    pub const fn head(&self) -> CommitId {
-        self.head
-    }
-
     /// The parents, strictly ascending.
     #[must_use]
     pub fn parents(&self) -> &[CommitId] {
         &self.parents
     }
-
-    /// Digest and size of the blob holding the change.
-    #[must_use]
-    pub const fn blob_meta(&self) -> BlobMeta {
-        self.blob_meta
-    }
 }
-
-impl HasBlobMeta for LooseCommit {
-    fn blob_meta(&self) -> BlobMeta {
-        self.blob_meta
-    }
-}
-
-impl Scoped for LooseCommit {
-    fn sedimentree_id(&self) -> SedimentreeId {
-        self.sedimentree_id
-    }
-}
-
-impl Payload for LooseCommit {
-    const SCHEMA: [u8; 4] = *b"STC\0";
-}
+signed_content!(LooseCommit, *b"STC\0");
 
 /// The fields (the signed payload between issuer and signature).
 impl Wire for LooseCommit {
     type Error = ReadError;
-
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        count::u8("parents", self.parents.len())?;
-        Ok(ITEM_HEAD_LEN + 1 + bijou64::encoded_len(self.blob_meta.size()) + 32 * self.parents.len())
-    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         write_item_head(w, &self.sedimentree_id, &self.head, &self.blob_meta);
@@ -139,7 +103,7 @@ impl Wire for LooseCommit {
         let (sedimentree_id, head, digest) = read_item_head(r)?;
         let count = r.u8("parent_count")?;
         let size = r.bijou64("blob_size")?;
-        let parents = read_ids(r, "parents", count.into())?;
+        let parents = read_sorted::<32, _>(r, "parents", count.into())?;
         Ok(Self {
             sedimentree_id,
             head,

@@ -104,13 +104,6 @@ impl Message {
 impl Wire for Message {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        match self {
-            Self::Sync(msg) => msg.wire_len(),
-            Self::Handshake(msg) => msg.wire_len(),
-        }
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         match self {
             Self::Sync(msg) => msg.write_to(w),

@@ -20,11 +20,11 @@
 //! # Ok::<(), bijou_codec::WriteError>(())
 //! ```
 
-use bijou_codec::{count, ReadError, Reader, Wire, WriteError, Writer};
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
 use super::{
-    fields::{read_ids, sorted_unique, write_ids},
+    fields::{read_sorted, sorted_unique, write_ids},
     CommitId,
 };
 
@@ -61,11 +61,6 @@ impl RemoteHeads {
 impl Wire for RemoteHeads {
     type Error = ReadError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        count::u32("heads", self.heads.len())?;
-        Ok(8 + 4 + 32 * self.heads.len())
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.u64(self.counter);
         w.count_u32("heads", self.heads.len())?;
@@ -76,7 +71,7 @@ impl Wire for RemoteHeads {
     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
         let counter = r.u64("heads_counter")?;
         let count = r.u32("heads_count")?;
-        let heads = read_ids(r, "heads", count.into())?;
+        let heads = read_sorted::<32, _>(r, "heads", count.into())?;
         Ok(Self { counter, heads })
     }
 }

@@ -18,7 +18,7 @@ use bijou_signing::{Blob, HasBlobMeta, Payload, Signed, Verified, VerifiedBlob};
 use bytes::BufMut;
 
 use super::{
-    fields::{blob_len, read_blob, write_blob},
+    fields::{read_blob, write_blob},
     MessageError, Scoped, SedimentreeId, VerifyItemError,
 };
 
@@ -54,16 +54,11 @@ impl<T> SignedItem<T> {
     pub fn into_parts(self) -> (Signed<T>, Blob) {
         (self.signed, self.blob)
     }
-
 }
 
 /// `Signed<T> · BlobLen bijou64 · Blob`.
 impl<T: Payload> Wire for SignedItem<T> {
     type Error = MessageError;
-
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(self.signed.len() + blob_len(self.blob.as_bytes()))
-    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self.signed.as_bytes());

@@ -15,11 +15,11 @@
 //! The signed items keep their order (each is one exact byte string); the
 //! fingerprint lists are sets and travel strictly ascending.
 
-use bijou_codec::{count, Reader, Wire, WriteError, Writer};
+use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
 use super::{
-    fields::{read_fingerprints, sorted_unique, write_fingerprints},
+    fields::{read_sorted, sorted_unique, write_fingerprints},
     Fingerprint, Fragment, LooseCommit, MessageError, SignedItem,
 };
 
@@ -83,17 +83,6 @@ impl SyncDiff {
 impl Wire for SyncDiff {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        count::u16("commits", self.commits.len())?;
-        count::u16("fragments", self.fragments.len())?;
-        count::u16("requested_commits", self.requested_commits.len())?;
-        count::u16("requested_fragments", self.requested_fragments.len())?;
-        let commits = sum_wire_len(&self.commits)?;
-        let fragments = sum_wire_len(&self.fragments)?;
-        let fingerprints = 8 * (self.requested_commits.len() + self.requested_fragments.len());
-        Ok(8 + commits + fragments + fingerprints)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.count_u16("commits", self.commits.len())?;
         w.count_u16("fragments", self.fragments.len())?;
@@ -114,9 +103,9 @@ impl Wire for SyncDiff {
         let commits = read_items(r, commit_count, MIN_COMMIT_ITEM)?;
         let fragments = read_items(r, fragment_count, MIN_FRAGMENT_ITEM)?;
         let requested_commits =
-            read_fingerprints(r, "requested_commits", requested_commit_count.into())?;
+            read_sorted::<8, _>(r, "requested_commits", requested_commit_count.into())?;
         let requested_fragments =
-            read_fingerprints(r, "requested_fragments", requested_fragment_count.into())?;
+            read_sorted::<8, _>(r, "requested_fragments", requested_fragment_count.into())?;
         Ok(Self {
             commits,
             fragments,
@@ -138,11 +127,4 @@ fn read_items<T: bijou_signing::Payload>(
         items.push(SignedItem::read_from(r)?);
     }
     Ok(items)
-}
-
-/// The summed wire length of signed items.
-fn sum_wire_len<T: bijou_signing::Payload>(items: &[SignedItem<T>]) -> Result<usize, WriteError> {
-    items.iter().try_fold(0usize, |sum, item| {
-        Ok(sum.saturating_add(item.wire_len()?))
-    })
 }

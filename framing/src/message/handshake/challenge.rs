@@ -15,9 +15,6 @@ use bytes::BufMut;
 
 use super::{kind, HANDSHAKE_SCHEMA};
 
-/// Length of a challenge's fields.
-const CHALLENGE_FIELDS_LEN: usize = 1 + 32 + 8 + 16;
-
 /// Whom a challenge is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Audience {
@@ -57,10 +54,6 @@ impl Payload for Challenge {
 
 impl Wire for Challenge {
     type Error = ReadError;
-
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(CHALLENGE_FIELDS_LEN)
-    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         let (tag, bytes) = match &self.audience {

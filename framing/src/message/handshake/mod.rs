@@ -110,14 +110,6 @@ impl HandshakeMessage {
 impl Wire for HandshakeMessage {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        match self {
-            Self::Challenge(signed) => signed.wire_len(),
-            Self::Response(signed) => signed.wire_len(),
-            Self::Rejection(rejection) => rejection.wire_len(),
-        }
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         match self {
             Self::Challenge(signed) => signed.write_to(w),

@@ -22,7 +22,7 @@ use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
 use bytes::BufMut;
 
-use super::{kind, HANDSHAKE_SCHEMA, REJECTION_LEN};
+use super::{kind, HANDSHAKE_SCHEMA};
 use crate::message::MessageError;
 
 /// Why a server refused a challenge.
@@ -76,10 +76,6 @@ pub struct Rejection {
 /// The whole 14-byte message, schema and kind included.
 impl Wire for Rejection {
     type Error = MessageError;
-
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(REJECTION_LEN)
-    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(&HANDSHAKE_SCHEMA);

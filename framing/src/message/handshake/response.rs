@@ -59,10 +59,6 @@ impl Payload for Response {
 impl Wire for Response {
     type Error = ReadError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(32 + 8)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         self.challenge_digest.write_to(w)?;
         w.u64(self.server_timestamp);

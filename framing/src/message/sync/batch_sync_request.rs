@@ -10,12 +10,12 @@
 //!     Subscribe: 00 no, 01 yes; anything else is rejected
 //! ```
 
-use bijou_codec::{count, ReadError, Reader, Wire, WriteError, Writer};
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::PeerId;
 use bytes::BufMut;
 
 use crate::message::{
-    fields::{read_fingerprints, sorted_unique, write_fingerprints},
+    fields::{read_sorted, sorted_unique, write_fingerprints},
     Fingerprint, FingerprintSeed, MessageError, SedimentreeId,
 };
 
@@ -75,13 +75,6 @@ impl BatchSyncRequest {
 impl Wire for BatchSyncRequest {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        count::u16("commit_fingerprints", self.commit_fingerprints.len())?;
-        count::u16("fragment_fingerprints", self.fragment_fingerprints.len())?;
-        let fingerprints = self.commit_fingerprints.len() + self.fragment_fingerprints.len();
-        Ok(32 + 32 + 8 + 1 + 16 + 2 + 2 + 8 * fingerprints)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self.id.as_bytes());
         w.bytes(self.requestor.as_bytes());
@@ -122,8 +115,12 @@ impl Wire for BatchSyncRequest {
             nonce,
             subscribe,
             seed,
-            commit_fingerprints: read_fingerprints(r, "commit_fingerprints", commit_count.into())?,
-            fragment_fingerprints: read_fingerprints(
+            commit_fingerprints: read_sorted::<8, _>(
+                r,
+                "commit_fingerprints",
+                commit_count.into(),
+            )?,
+            fragment_fingerprints: read_sorted::<8, _>(
                 r,
                 "fragment_fingerprints",
                 fragment_count.into(),

@@ -42,14 +42,6 @@ pub struct BatchSyncResponse {
 impl Wire for BatchSyncResponse {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        let diff = match &self.result {
-            SyncResult::Ok(diff) => diff.wire_len()?,
-            SyncResult::NotFound | SyncResult::Unauthorized => 0,
-        };
-        Ok(32 + 8 + 32 + 1 + diff + self.responder_heads.wire_len()?)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self.requestor.as_bytes());
         w.u64(self.nonce);

@@ -49,10 +49,6 @@ impl<T: Payload + Scoped + HasBlobMeta> BlobMessage<T> {
 impl<T: Payload> Wire for BlobMessage<T> {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(32 + self.sender_heads.wire_len()? + self.item.wire_len()?)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self.id.as_bytes());
         self.sender_heads.write_to(w)?;

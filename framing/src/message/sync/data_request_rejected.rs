@@ -21,10 +21,6 @@ pub struct DataRequestRejected {
 impl Wire for DataRequestRejected {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        self.id.wire_len()
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         self.id.write_to(w)
     }

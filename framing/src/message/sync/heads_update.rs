@@ -23,10 +23,6 @@ pub struct HeadsUpdate {
 impl Wire for HeadsUpdate {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        Ok(32 + self.heads.wire_len()?)
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         self.id.write_to(w)?;
         self.heads.write_to(w)

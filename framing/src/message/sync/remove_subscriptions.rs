@@ -7,11 +7,11 @@
 //!   +-----------+---------------------------------------+
 //! ```
 
-use bijou_codec::{count, Reader, Wire, WriteError, Writer};
+use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
 use crate::message::{
-    fields::{read_ids, sorted_unique, write_ids},
+    fields::{read_sorted, sorted_unique, write_ids},
     MessageError, SedimentreeId,
 };
 
@@ -47,11 +47,6 @@ impl RemoveSubscriptions {
 impl Wire for RemoveSubscriptions {
     type Error = MessageError;
 
-    fn wire_len(&self) -> Result<usize, WriteError> {
-        count::u16("ids", self.ids.len())?;
-        Ok(2 + 32 * self.ids.len())
-    }
-
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.count_u16("ids", self.ids.len())?;
         write_ids(w, &self.ids);
@@ -61,7 +56,7 @@ impl Wire for RemoveSubscriptions {
     fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
         let count = r.u16("ids_count")?;
         Ok(Self {
-            ids: read_ids(r, "ids", count.into())?,
+            ids: read_sorted::<32, _>(r, "ids", count.into())?,
         })
     }
 }
