@@ -321,3 +321,86 @@ impl<T> fmt::Debug for Signed<T> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify_batch;
+    use bijou_codec::{ReadError, WriteError};
+    use ed25519_dalek::SigningKey;
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Byte(u8);
+
+    impl Wire for Byte {
+        type Error = ReadError;
+        fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+            w.u8(self.0);
+            Ok(())
+        }
+        fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+            r.u8("byte").map(Byte)
+        }
+    }
+
+    impl Payload for Byte {
+        const SCHEMA: [u8; 4] = *b"BY\x00\x00";
+    }
+
+    /// y = 2 is below p (a canonical encoding) but no curve point has it.
+    fn not_a_point() -> [u8; 32] {
+        let mut y = [0u8; 32];
+        y[0] = 2;
+        y
+    }
+
+    fn with_issuer(issuer: [u8; 32]) -> Bytes {
+        let sealed = Signed::seal(&SigningKey::from_bytes(&[3; 32]), &Byte(7)).unwrap();
+        let mut bytes = sealed.as_bytes().to_vec();
+        bytes[4..36].copy_from_slice(&issuer);
+        bytes.into()
+    }
+
+    #[test]
+    fn decoding_keeps_the_key_bytes_and_verification_refuses_a_non_point() {
+        assert!(strict::is_canonical_point(&not_a_point()));
+        assert!(VerifyingKey::from_bytes(&not_a_point()).is_err());
+        // Decoding does not decompress: the message decodes...
+        let signed = Signed::<Byte>::decode(with_issuer(not_a_point())).unwrap();
+        assert_eq!(signed.peer_id(), PeerId::from_bytes(not_a_point()));
+        // ...and the payload is never handed out: verification refuses the
+        // key before anything else, alone and in a batch.
+        let refused = VerifyError::InvalidIssuer {
+            issuer: PeerId::from_bytes(not_a_point()),
+        };
+        assert_eq!(signed.verify_strict().err(), Some(refused));
+        let good = Signed::seal(&SigningKey::from_bytes(&[4; 32]), &Byte(8)).unwrap();
+        let results = verify_batch(&[good.clone(), signed, good]);
+        assert_eq!(results[1].as_ref().err(), Some(&refused));
+        assert!(results[0].is_ok() && results[2].is_ok());
+    }
+
+    #[test]
+    fn a_non_canonical_key_encoding_is_refused_when_decoding() {
+        // y = p + 2 encodes the same y as 2 would, non-canonically.
+        let mut y = strict::FIELD_PRIME;
+        y[0] = y[0].wrapping_add(2);
+        assert_eq!(
+            Signed::<Byte>::decode(with_issuer(y)),
+            Err(DecodeError::NonCanonicalIssuer { offset: 4 })
+        );
+    }
+
+    #[test]
+    fn the_payload_is_decoded_once_and_verification_uses_it() {
+        let key = SigningKey::from_bytes(&[5; 32]);
+        let wire = Signed::seal(&key, &Byte(42)).unwrap().into_bytes();
+        let signed = Signed::<Byte>::decode(wire.clone()).unwrap();
+        assert_eq!(signed.payload(), &Byte(42));
+        let verified = signed.verify_strict().unwrap();
+        assert_eq!(verified.payload(), &Byte(42));
+        assert_eq!(verified.as_bytes(), &wire[..]);
+        // Zero-copy: the signed bytes are the input's buffer.
+        assert_eq!(verified.signed().as_bytes().as_ptr(), wire.as_ptr());
+    }
+}

@@ -100,3 +100,56 @@ impl<T: Payload + Scoped + HasBlobMeta> SignedItem<T> {
         Ok((verified, blob))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bijou_codec::{ReadError, Wire};
+    use bijou_signing::{ed25519_dalek::SigningKey, Blob, DecodeError, Signed};
+    use bytes::Bytes;
+
+    use crate::message::{
+        BlobMessage, CommitId, LooseCommit, Message, MessageError, RemoteHeads, SedimentreeId,
+        SignedItem, SyncMessage,
+    };
+
+    #[test]
+    fn errors_inside_a_signed_item_carry_offsets_absolute_in_the_frame() {
+        let tree = SedimentreeId::new([1; 32]);
+        let blob = Blob::from_static(b"blob");
+        let commit = LooseCommit::new(tree, CommitId::new([2; 32]), [], blob.meta());
+        let item = SignedItem::new(
+            Signed::seal(&SigningKey::from_bytes(&[3; 32]), &commit).unwrap(),
+            blob,
+        );
+        let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
+            id: tree,
+            sender_heads: RemoteHeads::default(),
+            item,
+        }));
+        let wire = msg.encode().unwrap();
+        // header 9 + tree 32 + heads 12: the signed commit starts at 53; its
+        // parent count is at 53 + 4 + 32 + 96 = 185. Claim 200 parents, more
+        // than the frame holds.
+        let signed_at = 9 + 32 + 12;
+        let parent_count_at = signed_at + 4 + 32 + 96;
+        assert_eq!(wire[parent_count_at], 0);
+        let mut bad = wire.to_vec();
+        bad[parent_count_at] = 200;
+        let err = Message::decode(Bytes::from(bad)).unwrap_err();
+        let MessageError::Signed { offset, source } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(offset, signed_at);
+        let DecodeError::Read(ReadError::Truncated {
+            field: "parents",
+            offset,
+            need: 6400,
+            ..
+        }) = source
+        else {
+            panic!("{source:?}")
+        };
+        // parent count, blob size (1 byte), then the parents: absolute.
+        assert_eq!(offset, parent_count_at + 2);
+    }
+}
