@@ -12,7 +12,7 @@
 //! cost little.
 //!
 //! ```text
-//! cargo bench --bench echo -- --warm-up-time 1 --measurement-time 3
+//! cargo bench -p bijou-frame-benches --bench echo -- --warm-up-time 1 --measurement-time 3
 //! ```
 //! Report: time per frame (median), and crypto_limit / echo as the ratio.
 

@@ -33,7 +33,8 @@
 //!   (copied outside the timed region): prefix parsing and splitting only.
 //! - `encode_<workload>`: every frame appended to a reused, pre-sized buffer.
 //!
-//! Run with `cargo bench --bench frames -- --warm-up-time 1 --measurement-time 3`.
+//! Run with
+//! `cargo bench -p bijou-frame-benches --bench frames -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
 use std::io;

@@ -2,10 +2,13 @@
 """Print criterion medians as a Markdown table with ratio columns.
 
 Reads target/criterion/**/new/{benchmark,estimates}.json as left by the
-last `cargo bench` run. Rows are benchmark groups, columns are functions,
+last `cargo bench -p bijou-frame-benches` run (criterion writes to the
+workspace's target directory; run this from the repository root or pass
+--criterion). Rows are benchmark groups, columns are functions,
 cells are the median time per iteration; ratio columns divide our median
 by a peer's (below 1.0 means we are faster).
 
+  cargo bench -p bijou-frame-benches --bench varint
   python3 scripts/bench-table.py varint        # the varint shootout preset
   python3 scripts/bench-table.py --groups '^decode/' --ours bijou64 \
       --vs bijoux --vs-best prost,unsigned-varint,gimli-leb128

@@ -10,8 +10,8 @@
 
 mod signing_support;
 
-use bijou_frame::codec::ReadError;
-use bijou_frame::signing::{
+use bijou_codec::ReadError;
+use bijou_signing::{
     ed25519_dalek::Signer as _, strict, verify_batch, Blob, BlobMismatch, DecodeError, Payload,
     Signed, VerifyError,
 };
@@ -237,7 +237,7 @@ fn a_non_canonical_issuer_is_rejected_at_decode() {
     let wire = fixed();
     for encoding in [strict::FIELD_PRIME, p_plus_one, minus_zero] {
         assert!(
-            bijou_frame::signing::PeerId::from_bytes(encoding)
+            bijou_signing::PeerId::from_bytes(encoding)
                 .verifying_key()
                 .is_ok(),
             "dalek accepts {encoding:02x?}; we must not"
@@ -255,7 +255,7 @@ fn small_order_issuers_are_weak_keys() {
     for encoding in strict::SMALL_ORDER_POINTS {
         let signed = decode(&patched(&wire, ISSUER_AT, &encoding)).unwrap();
         let expected = VerifyError::WeakIssuer {
-            issuer: bijou_frame::signing::PeerId::from_bytes(encoding),
+            issuer: bijou_signing::PeerId::from_bytes(encoding),
         };
         assert_eq!(signed.verify_strict().unwrap_err(), expected);
         let results = verify_batch(&[sealed(1, &commit(0)), signed.clone(), sealed(2, &commit(1))]);

@@ -5,10 +5,10 @@
 
 mod messages_support;
 
-use bijou_frame::codec::WriteError;
-use bijou_frame::framing::message::{Message, MessageError, SedimentreeId, SyncMessage};
-use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_frame::framing::{FrameCodec, FrameError, MessageCodec, SendError};
+use bijou_codec::WriteError;
+use bijou_framing::message::{Message, MessageError, SedimentreeId, SyncMessage};
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::{FrameCodec, FrameError, MessageCodec, SendError};
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
 use messages_support::*;

@@ -4,11 +4,11 @@
 
 mod messages_support;
 
-use bijou_frame::codec::Codec;
-use bijou_frame::framing::message::{
+use bijou_codec::Codec;
+use bijou_framing::message::{
     Fragment, HandshakeMessage, LooseCommit, Message, RemoteHeads, SyncMessage, SyncResult,
 };
-use bijou_frame::signing::{Payload, Signed};
+use bijou_signing::{Payload, Signed};
 use bytes::Bytes;
 use messages_support::*;
 use proptest::prelude::*;
@@ -133,7 +133,7 @@ fn signed_items_and_blobs_are_zero_copy_slices_of_the_frame() {
 
 #[test]
 fn constructors_sort_and_deduplicate_every_array() {
-    use bijou_frame::framing::message::{CommitId, Fingerprint, SedimentreeId, SyncDiff};
+    use bijou_framing::message::{CommitId, Fingerprint, SedimentreeId, SyncDiff};
     let heads = RemoteHeads::new(
         1,
         [

@@ -5,8 +5,8 @@
 //! schema, a type without a discriminant, and a deliberately lax decoder.
 #![allow(dead_code)]
 
-use bijou_frame::codec::{ReadError, Reader, WriteError, Writer};
-use bijou_frame::signing::{
+use bijou_codec::{ReadError, Reader, WriteError, Writer};
+use bijou_signing::{
     ed25519_dalek::{Signature, SigningKey},
     Blob, BlobMeta, Digest, HasBlobMeta, Payload, Signed,
 };
@@ -158,10 +158,7 @@ pub fn patched(wire: &[u8], at: usize, with: &[u8]) -> Vec<u8> {
 pub fn plus_group_order(s: &[u8; 32]) -> [u8; 32] {
     let mut out = *s;
     let mut carry = 0u16;
-    for (byte, l) in out
-        .iter_mut()
-        .zip(bijou_frame::signing::strict::GROUP_ORDER)
-    {
+    for (byte, l) in out.iter_mut().zip(bijou_signing::strict::GROUP_ORDER) {
         let sum = u16::from(*byte) + u16::from(l) + carry;
         *byte = sum as u8;
         carry = sum >> 8;

@@ -6,20 +6,18 @@
 
 use std::time::Duration;
 
-use bijou_frame::framing::connection::Rejected;
-use bijou_frame::framing::handshake::{
+use bijou_framing::connection::Rejected;
+use bijou_framing::handshake::{
     HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_FRAME_LENGTH,
 };
-use bijou_frame::framing::message::{
+use bijou_framing::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
     RejectionReason, RemoteHeads, Response, SedimentreeId, SignedItem, SyncMessage,
     VerifyItemError,
 };
-use bijou_frame::framing::{prefix::Bijou64, Connection, FrameCodec, FrameError};
-use bijou_frame::signing::Blob;
-use bijou_frame::signing::{
-    ed25519_dalek::SigningKey, BlobMismatch, Digest, Signed, Signer, VerifyError,
-};
+use bijou_framing::{prefix::Bijou64, Connection, FrameCodec, FrameError};
+use bijou_signing::Blob;
+use bijou_signing::{ed25519_dalek::SigningKey, BlobMismatch, Digest, Signed, Signer, VerifyError};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tokio::io::DuplexStream;

@@ -24,10 +24,10 @@ mod messages_support;
 
 use std::collections::BTreeSet;
 
-use bijou_frame::codec::{ReadError, WriteError};
-use bijou_frame::framing::message as ours;
-use bijou_frame::framing::message::{HandshakeMessage, Message, MessageError, SyncMessage};
-use bijou_frame::signing::{ed25519_dalek, Payload as _, Signer as _};
+use bijou_codec::{ReadError, WriteError};
+use bijou_framing::message as ours;
+use bijou_framing::message::{HandshakeMessage, Message, MessageError, SyncMessage};
+use bijou_signing::{ed25519_dalek, Payload as _, Signer as _};
 use bytes::Bytes;
 use ed25519_dalek::Signer as _;
 use messages_support::*;
@@ -65,7 +65,7 @@ fn t_commit_id(id: &ours::CommitId) -> TCommitId {
     TCommitId::new(id.to_bytes())
 }
 
-fn t_meta(meta: bijou_frame::signing::BlobMeta) -> TBlobMeta {
+fn t_meta(meta: bijou_signing::BlobMeta) -> TBlobMeta {
     TBlobMeta::from_digest_size(
         TDigest::force_from_bytes(meta.digest().to_bytes()),
         meta.size(),
@@ -376,7 +376,7 @@ proptest! {
         k in 0u8..3,
     ) {
         let signer = key(k);
-        let ours_c = bijou_frame::signing::Signed::seal(&signer, &commit).unwrap();
+        let ours_c = bijou_signing::Signed::seal(&signer, &commit).unwrap();
         let theirs_c = their_signed_bytes(&signer, &t_loose_commit(&commit));
         prop_assert_eq!(ours_c.as_bytes(), &theirs_c[..]);
         let t = TSigned::<TCommit>::try_decode(ours_c.as_bytes()).unwrap();
@@ -384,10 +384,10 @@ proptest! {
         // Their digest of the payload = ours.
         prop_assert_eq!(*TDigest::<TCommit>::hash(&t_loose_commit(&commit)).as_bytes(), *commit.digest().unwrap().as_bytes());
 
-        let ours_f = bijou_frame::signing::Signed::seal(&signer, &fragment).unwrap();
+        let ours_f = bijou_signing::Signed::seal(&signer, &fragment).unwrap();
         let theirs_f = their_signed_bytes(&signer, &t_fragment(&fragment));
         prop_assert_eq!(ours_f.as_bytes(), &theirs_f[..]);
-        let back = bijou_frame::signing::Signed::<ours::Fragment>::decode(Bytes::from(theirs_f)).unwrap();
+        let back = bijou_signing::Signed::<ours::Fragment>::decode(Bytes::from(theirs_f)).unwrap();
         let verified = back.verify_strict().unwrap();
         prop_assert_eq!(verified.payload(), &fragment);
     }

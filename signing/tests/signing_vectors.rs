@@ -5,7 +5,7 @@
 
 mod signing_support;
 
-use bijou_frame::signing::{
+use bijou_signing::{
     ed25519_dalek::{self, Signature, Signer as _, SigningKey, VerifyingKey},
     strict, Blob, BlobMismatch, Digest, Payload, PeerId, Signed, Signer, Verified,
 };
@@ -218,7 +218,7 @@ fn encode_of_decode_is_the_input() {
         rebuilt.extend_from_slice(verified.issuer().as_bytes());
         verified
             .payload()
-            .encode_fields(&mut bijou_frame::codec::Writer::new(&mut rebuilt))
+            .encode_fields(&mut bijou_codec::Writer::new(&mut rebuilt))
             .unwrap();
         rebuilt.extend_from_slice(&verified.signed().signature().to_bytes());
         assert_eq!(rebuilt, wire);
@@ -265,7 +265,7 @@ fn signed_blob_meta_checks_the_blob() {
         })
     );
     // A meta whose digest matches but size lies.
-    let lying = bijou_frame::signing::BlobMeta::new(blob.digest(), 12);
+    let lying = bijou_signing::BlobMeta::new(blob.digest(), 12);
     assert!(matches!(
         lying.verify(blob.clone()),
         Err(BlobMismatch::Size {
@@ -273,7 +273,7 @@ fn signed_blob_meta_checks_the_blob() {
             actual: 13
         })
     ));
-    let wrong_digest = bijou_frame::signing::BlobMeta::new(Digest::from_bytes([0; 32]), 13);
+    let wrong_digest = bijou_signing::BlobMeta::new(Digest::from_bytes([0; 32]), 13);
     assert!(matches!(
         wrong_digest.verify(blob),
         Err(BlobMismatch::Digest { .. })
@@ -319,7 +319,7 @@ fn other_signers_plug_in_and_their_failures_are_typed() {
     let weak = Signed::seal(&OddSigner { fails: false }, &commit(1)).unwrap();
     assert_eq!(
         weak.verify_strict().unwrap_err(),
-        bijou_frame::signing::VerifyError::WeakIssuer {
+        bijou_signing::VerifyError::WeakIssuer {
             issuer: PeerId::from_bytes(strict::SMALL_ORDER_POINTS[0]),
         }
     );
@@ -327,13 +327,13 @@ fn other_signers_plug_in_and_their_failures_are_typed() {
     assert!(decoded.verify_strict().is_err());
     assert!(matches!(
         Signed::seal(&OddSigner { fails: true }, &commit(1)),
-        Err(bijou_frame::signing::SealError::Signer { .. })
+        Err(bijou_signing::SealError::Signer { .. })
     ));
     // A count that does not fit its field is an encode error, not a panic.
     let mut big = commit(0);
     big.parents = (0..=255u8).map(|i| [i; 32]).collect();
     assert!(matches!(
         Signed::seal(&key(1), &big),
-        Err(bijou_frame::signing::SealError::Encode(_))
+        Err(bijou_signing::SealError::Encode(_))
     ));
 }

@@ -1,13 +1,13 @@
 //! Shared generators and helpers for the `messages_*` integration tests.
 #![allow(dead_code)]
 
-use bijou_frame::framing::message::{
+use bijou_framing::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, Challenge, Checkpoint, CommitId,
     Fingerprint, FingerprintSeed, Fragment, HandshakeMessage, LooseCommit, Rejection,
     RejectionReason, RemoteHeads, Response, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult,
 };
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Signer as _};
+use bijou_signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Signer as _};
 use proptest::collection::vec;
 use proptest::prelude::*;
 

@@ -10,13 +10,13 @@
 
 mod messages_support;
 
-use bijou_frame::codec::{ReadError, WriteError};
-use bijou_frame::framing::message::{
+use bijou_codec::{ReadError, WriteError};
+use bijou_framing::message::{
     BlobMessage, CommitId, Fingerprint, FingerprintSeed, HandshakeMessage, LooseCommit, Message,
     MessageError, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
     VerifyItemError,
 };
-use bijou_frame::signing::{Blob, DecodeError, SealError, Signed, VerifyError};
+use bijou_signing::{Blob, DecodeError, SealError, Signed, VerifyError};
 use bytes::Bytes;
 use messages_support::*;
 use proptest::prelude::*;
@@ -208,7 +208,7 @@ fn tampered_sync_diff_counts_are_rejected() {
         [1, 2].map(Fingerprint::from_u64),
         [],
     );
-    let msg = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+    let msg = SyncMessage::BatchSyncResponse(bijou_framing::message::BatchSyncResponse {
         requestor: peer_of(1),
         nonce: 7,
         id: tree,
@@ -301,8 +301,8 @@ fn strict_trailing_bytes_inside_total_size_are_rejected() {
             }))
         ));
     }
-    let mut rejection = HandshakeMessage::Rejection(bijou_frame::framing::message::Rejection {
-        reason: bijou_frame::framing::message::RejectionReason::ClockDrift,
+    let mut rejection = HandshakeMessage::Rejection(bijou_framing::message::Rejection {
+        reason: bijou_framing::message::RejectionReason::ClockDrift,
         timestamp: 5,
     })
     .encode()
@@ -342,7 +342,7 @@ fn strict_unsorted_or_duplicate_heads_are_rejected() {
 fn strict_unsorted_parents_are_rejected_even_when_validly_signed() {
     // Build the signed bytes by hand with parents out of order and sign
     // them: a decoder that skipped the order check would accept them.
-    use bijou_frame::signing::ed25519_dalek::Signer as _;
+    use bijou_signing::ed25519_dalek::Signer as _;
     let k = key(0);
     let mut signed = b"STC\0".to_vec();
     signed.extend_from_slice(k.verifying_key().as_bytes());
@@ -382,7 +382,7 @@ fn strict_unsorted_parents_are_rejected_even_when_validly_signed() {
 
 #[test]
 fn strict_unsorted_fingerprints_and_ids_are_rejected() {
-    let req = SyncMessage::BatchSyncRequest(bijou_frame::framing::message::BatchSyncRequest::new(
+    let req = SyncMessage::BatchSyncRequest(bijou_framing::message::BatchSyncRequest::new(
         SedimentreeId::new([1; 32]),
         peer_of(0),
         1,
@@ -418,7 +418,7 @@ fn strict_unsorted_fingerprints_and_ids_are_rejected() {
     ));
 
     let diff = SyncDiff::new(vec![], vec![], [1, 2].map(Fingerprint::from_u64), []);
-    let resp = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+    let resp = SyncMessage::BatchSyncResponse(bijou_framing::message::BatchSyncResponse {
         requestor: peer_of(1),
         nonce: 0,
         id: SedimentreeId::new([1; 32]),
@@ -468,7 +468,7 @@ fn strict_scope_a_commit_signed_for_another_tree_is_rejected_when_verified() {
     // Same for items inside a sync diff: a response for `other` carrying a
     // commit signed for `m.id`.
     let diff = SyncDiff::new(vec![m.item.clone()], vec![], [], []);
-    let resp = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+    let resp = SyncMessage::BatchSyncResponse(bijou_framing::message::BatchSyncResponse {
         requestor: peer_of(1),
         nonce: 0,
         id: other,
@@ -482,7 +482,7 @@ fn strict_scope_a_commit_signed_for_another_tree_is_rejected_when_verified() {
         got.verify(),
         Err(VerifyItemError::ScopeMismatch { .. })
     ));
-    let honest = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+    let honest = SyncMessage::BatchSyncResponse(bijou_framing::message::BatchSyncResponse {
         requestor: peer_of(1),
         nonce: 0,
         id: m.id,
@@ -575,7 +575,7 @@ fn strict_encoder_never_truncates_counts() {
 
     let fps = (0..=u16::MAX as u64).map(Fingerprint::from_u64);
     let diff = SyncDiff::new(vec![], vec![], fps, []);
-    let resp = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+    let resp = SyncMessage::BatchSyncResponse(bijou_framing::message::BatchSyncResponse {
         requestor: peer_of(1),
         nonce: 0,
         id: SedimentreeId::new([1; 32]),
@@ -613,7 +613,7 @@ fn strict_encoder_never_truncates_counts() {
 
 #[test]
 fn strict_unknown_enum_bytes_are_rejected() {
-    let req = SyncMessage::BatchSyncRequest(bijou_frame::framing::message::BatchSyncRequest::new(
+    let req = SyncMessage::BatchSyncRequest(bijou_framing::message::BatchSyncRequest::new(
         SedimentreeId::new([1; 32]),
         peer_of(0),
         1,
@@ -633,7 +633,7 @@ fn strict_unknown_enum_bytes_are_rejected() {
         }))
     ));
 
-    let resp = SyncMessage::BatchSyncResponse(bijou_frame::framing::message::BatchSyncResponse {
+    let resp = SyncMessage::BatchSyncResponse(bijou_framing::message::BatchSyncResponse {
         requestor: peer_of(1),
         nonce: 0,
         id: SedimentreeId::new([1; 32]),
@@ -651,8 +651,8 @@ fn strict_unknown_enum_bytes_are_rejected() {
         }))
     ));
 
-    let mut rejection = HandshakeMessage::Rejection(bijou_frame::framing::message::Rejection {
-        reason: bijou_frame::framing::message::RejectionReason::InvalidSignature,
+    let mut rejection = HandshakeMessage::Rejection(bijou_framing::message::Rejection {
+        reason: bijou_framing::message::RejectionReason::InvalidSignature,
         timestamp: 1,
     })
     .encode()

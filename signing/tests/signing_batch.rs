@@ -6,7 +6,7 @@
 
 mod signing_support;
 
-use bijou_frame::signing::{
+use bijou_signing::{
     batch::{verify_items, Item},
     ed25519_dalek::{Signature, Signer as _},
     strict, verify_batch, Signed, Verified, VerifyError,
@@ -141,7 +141,7 @@ fn raw_items_with_weak_keys() {
     let keys: Vec<_> = strict::SMALL_ORDER_POINTS
         .iter()
         .map(|a| {
-            bijou_frame::signing::PeerId::from_bytes(*a)
+            bijou_signing::PeerId::from_bytes(*a)
                 .verifying_key()
                 .unwrap()
         })
