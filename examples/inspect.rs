@@ -438,7 +438,7 @@ mod tests {
         Challenge, CommitId, LooseCommit, RemoteHeads, SedimentreeId, SignedItem,
     };
     use bijou_frame::framing::FrameCodec;
-    use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed, Signer};
+    use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
     use bytes::BytesMut;
     use tokio_util::codec::Encoder;
 
@@ -456,7 +456,9 @@ mod tests {
         let mut wire = BytesMut::new();
         let mut codec = FrameCodec::new();
         let challenge = HandshakeMessage::Challenge(Signed::seal(&key, &hello).expect("seal"));
-        codec.encode(challenge.encode(), &mut wire).expect("frame");
+        codec
+            .encode(challenge.encode().expect("encode"), &mut wire)
+            .expect("frame");
         codec
             .encode(msg.encode().expect("encode"), &mut wire)
             .expect("frame");

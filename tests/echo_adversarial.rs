@@ -6,6 +6,7 @@
 
 mod echo_support;
 
+use bijou_frame::prelude::Wire;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use bijou_frame::framing::message::{
     Audience, HandshakeMessage, Message, RejectionReason, SedimentreeId, VerifyItemError,
 };
 use bijou_frame::framing::{prefix::Bijou64, Connection, FrameCodec};
-use bijou_frame::signing::{ed25519_dalek::SigningKey, BlobMismatch, Signer, VerifyError};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, BlobMismatch, Identity, VerifyError};
 use bytes::{Bytes, BytesMut};
 use echo_support::{commit, connect, frame, send_and_check, start_server, Event, Tee};
 use futures::{SinkExt, StreamExt};

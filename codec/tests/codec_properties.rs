@@ -62,7 +62,8 @@ proptest! {
                 bijou64::decode(&bytes[..cut]),
                 Err(DecodeError::Incomplete { needed: bytes.len() - cut })
             );
-            let mut r = Reader::new(&bytes[..cut]);
+            let frame = bytes::Bytes::copy_from_slice(&bytes[..cut]);
+            let mut r = Reader::new(&frame);
             prop_assert_eq!(
                 r.bijou64("v"),
                 Err(ReadError::Truncated { field: "v", offset: 0, need: bytes.len(), have: cut })
@@ -101,7 +102,8 @@ proptest! {
             bijou64::decode_exact(&bytes),
             Err(bijou64::ExactError::Trailing { used, len: used + extra })
         );
-        let mut r = Reader::new(&bytes);
+        let frame = bytes::Bytes::copy_from_slice(&bytes);
+        let mut r = Reader::new(&frame);
         prop_assert_eq!(r.bijou64("v"), Ok(value));
         prop_assert_eq!(r.finish(), Err(ReadError::TrailingBytes { offset: used, count: extra }));
     }
@@ -134,7 +136,8 @@ proptest! {
         let _ = leb128::decode(&bytes);
         let _ = leb128::decode_lax(&bytes);
         prop_assert!(leb128::decode_iter(&bytes).count() <= bytes.len());
-        let mut r = Reader::new(&bytes);
+        let frame = bytes::Bytes::copy_from_slice(&bytes);
+        let mut r = Reader::new(&frame);
         while !r.is_empty() {
             if r.bijou64("v").is_err() {
                 break;
@@ -175,23 +178,22 @@ fn record(
 ) -> (Vec<u8>, Vec<(&'static str, usize)>) {
     let mut out = Vec::new();
     let mut starts = Vec::new();
-    let mut w = bijou_codec::Writer::new(&mut out);
-    starts.push(("a", w.len()));
-    w.u8(a);
-    starts.push(("b", w.len()));
-    w.u16(b);
-    starts.push(("c", w.len()));
-    w.u32(c);
-    starts.push(("d", w.len()));
-    w.u64(d);
-    starts.push(("e", w.len()));
-    w.bijou64(e);
-    starts.push(("len", w.len()));
-    w.bijou64_len(blob.len());
-    starts.push(("blob", w.len()));
-    w.bytes(blob);
-    starts.push(("tail", w.len()));
-    w.bytes(&[1, 2, 3, 4]);
+    starts.push(("a", out.len()));
+    out.push(a);
+    starts.push(("b", out.len()));
+    out.extend_from_slice(&b.to_be_bytes());
+    starts.push(("c", out.len()));
+    out.extend_from_slice(&c.to_be_bytes());
+    starts.push(("d", out.len()));
+    out.extend_from_slice(&d.to_be_bytes());
+    starts.push(("e", out.len()));
+    bijou64::encode_to_vec(e, &mut out);
+    starts.push(("len", out.len()));
+    bijou64::encode_to_vec(blob.len() as u64, &mut out);
+    starts.push(("blob", out.len()));
+    out.extend_from_slice(blob);
+    starts.push(("tail", out.len()));
+    out.extend_from_slice(&[1, 2, 3, 4]);
     (out, starts)
 }
 
@@ -199,7 +201,8 @@ fn record(
 type Record = (u8, u16, u32, u64, u64, Vec<u8>);
 
 fn read_record(bytes: &[u8]) -> Result<Record, ReadError> {
-    let mut r = Reader::new(bytes);
+    let frame = bytes::Bytes::copy_from_slice(&bytes);
+    let mut r = Reader::new(&frame);
     let a = r.u8("a")?;
     let b = r.u16("b")?;
     let c = r.u32("c")?;

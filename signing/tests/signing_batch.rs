@@ -6,6 +6,7 @@
 
 mod signing_support;
 
+use bijou_codec::Wire;
 use bijou_signing::{
     batch::{verify_items, Item},
     ed25519_dalek::{Signature, Signer as _},

@@ -1,13 +1,14 @@
 //! Fixed vectors and oracles for `bijou-signing`: the wire layout built by
 //! hand and signed with bare ed25519-dalek, digests against bare BLAKE3,
-//! RFC 8032's test vectors through our `Signer`, determinism, zero-copy
+//! RFC 8032's test vectors through our `Identity`, determinism, zero-copy
 //! decoding, and the accessors of `Signed`/`Verified`.
 
 mod signing_support;
 
+use bijou_codec::Wire;
 use bijou_signing::{
     ed25519_dalek::{self, Signature, Signer as _, SigningKey, VerifyingKey},
-    strict, Blob, BlobMismatch, Digest, Payload, PeerId, Signed, Signer, Verified,
+    strict, Blob, BlobMismatch, Digest, Payload, PeerId, Signed, Identity, Verified,
 };
 use bytes::Bytes;
 use signing_support::*;
@@ -111,7 +112,7 @@ fn rfc8032_vectors_through_our_signer_and_strict_verify() {
     for (secret, public, message, signature) in vectors {
         let key = SigningKey::from_bytes(&unhex(secret).try_into().unwrap());
         assert_eq!(key.peer_id().as_bytes()[..], unhex(public)[..]);
-        let ours = Signer::try_sign(&key, &unhex(message)).unwrap();
+        let ours = Identity::try_sign(&key, &unhex(message)).unwrap();
         assert_eq!(ours.to_bytes()[..], unhex(signature)[..]);
         let vk = VerifyingKey::from_bytes(&unhex(public).try_into().unwrap()).unwrap();
         assert_eq!(strict::verify(&vk, &unhex(message), &ours), Ok(()));
@@ -169,15 +170,18 @@ fn decoding_keeps_the_input_bytes_without_copying() {
     }
     buf.extend_from_slice(b"TAIL");
     let buf = Bytes::from(buf);
-    let mut at = 4;
+    // One reader over the whole buffer: each item is a zero-copy slice of
+    // it, and the reader stops exactly after each signature.
+    let mut r = bijou_codec::Reader::new(&buf);
+    r.bytes("head", 4).unwrap();
     for c in &items {
-        let (signed, used) = Signed::<Commit>::decode_prefix(buf.slice(at..)).unwrap();
+        let at = r.offset();
+        let signed = Signed::<Commit>::read_from(&mut r).unwrap();
         assert_eq!(signed.as_bytes().as_ptr(), buf[at..].as_ptr());
-        assert_eq!(used, signed.len());
+        assert_eq!(r.offset() - at, signed.len());
         assert_eq!(signed.verify_strict().unwrap().payload(), c);
-        at += used;
     }
-    assert_eq!(&buf[at..], b"TAIL");
+    assert_eq!(r.rest(), b"TAIL");
 }
 
 #[test]
@@ -185,17 +189,17 @@ fn accessors_agree() {
     let key = key(5);
     let c = commit(1);
     let signed = Signed::seal(&key, &c).unwrap();
-    assert_eq!(signed.issuer(), key.verifying_key());
+    assert_eq!(signed.verifying_key(), Ok(key.verifying_key()));
     assert_eq!(signed.peer_id(), PeerId::from(key.verifying_key()));
+    assert_eq!(signed.digest(), c.digest().unwrap());
     assert!(!signed.is_empty());
     let verified: Verified<Commit> = signed.verify_strict().unwrap();
     assert_eq!(verified.issuer(), key.verifying_key());
     assert_eq!(verified.peer_id(), key.peer_id());
     assert_eq!(verified.signed(), &signed);
     assert_eq!(verified.clone().into_payload(), c);
-    let (back, payload) = verified.into_parts();
-    assert_eq!(back.into_bytes(), signed.to_bytes());
-    assert_eq!(payload, c);
+    assert_eq!(verified.clone().into_signed().into_bytes(), signed.to_bytes());
+    assert_eq!(verified.into_payload(), c);
     let debug = format!("{signed:?}");
     assert!(debug.contains(&key.peer_id().to_string()));
     assert!(
@@ -216,10 +220,7 @@ fn encode_of_decode_is_the_input() {
         let mut rebuilt = Commit::SCHEMA.to_vec();
         rebuilt.push(Commit::DISCRIMINANT.unwrap());
         rebuilt.extend_from_slice(verified.issuer().as_bytes());
-        verified
-            .payload()
-            .encode_fields(&mut bijou_codec::Writer::new(&mut rebuilt))
-            .unwrap();
+        verified.payload().encode_into(&mut rebuilt).unwrap();
         rebuilt.extend_from_slice(&verified.signed().signature().to_bytes());
         assert_eq!(rebuilt, wire);
     }
@@ -300,7 +301,7 @@ struct OddSigner {
     fails: bool,
 }
 
-impl Signer for OddSigner {
+impl Identity for OddSigner {
     fn verifying_key(&self) -> VerifyingKey {
         VerifyingKey::from_bytes(&strict::SMALL_ORDER_POINTS[0]).unwrap()
     }

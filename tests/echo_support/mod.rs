@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use bijou_frame::prelude::Wire;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use bijou_frame::framing::message::{
     SyncMessage,
 };
 use bijou_frame::framing::{prefix::Bijou64, Connection};
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Signer};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Identity};
 use bytes::Bytes;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
