@@ -27,7 +27,8 @@ use bijou_frame::framing::message::{
 };
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix};
 use bijou_frame::framing::Connection;
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed, Signer};
+use bijou_frame::prelude::Wire;
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{rngs::StdRng, RngCore, SeedableRng};

@@ -7,10 +7,16 @@
 //!
 //! - `messages_decode/<size>`: `MessageCodec::decode` of one frame to a
 //!   typed `Message` (no verification). Throughput is one element, so
-//!   criterion prints messages/s. Next to it, `issuer_key_parse`:
-//!   `VerifyingKey::from_bytes` of the same issuer bytes alone (the point
-//!   decompression every decoder of a signed payload pays), to show what
-//!   the decode time is made of.
+//!   criterion prints messages/s. Next to it:
+//!   - `message_decode`: `Message::decode` of the frame's bytes (no prefix);
+//!   - `subduction_core`: the peer, `subduction_core` 0.20's
+//!     `SyncMessage::try_decode` of the same bytes;
+//!   - `issuer_key_parse`: `VerifyingKey::from_bytes` of the same issuer
+//!     bytes alone, the point decompression that decoding no longer pays
+//!     (verification does).
+//! - `messages_encode/<size>`: `MessageCodec::encode` of the message into a
+//!   reused frame buffer (prefix and message written in place), next to
+//!   `subduction_core`'s `encode` of the same message to a `Vec`.
 //! - `messages_verify/<size>`:
 //!   - `pipeline`: `MessageCodec::decode` + `BlobMessage::verify` (strict
 //!     signature, scope binding, blob size and BLAKE3 digest);
@@ -31,13 +37,16 @@ use bijou_frame::framing::message::{
     SyncMessage,
 };
 use bijou_frame::framing::MessageCodec;
+use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{Blob, Signed};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+use subduction_core::connection::message as theirs;
 use tokio_util::codec::{Decoder, Encoder};
 
 struct Fixture {
+    msg: Message,
     frame: BytesMut,
     /// Offsets into `frame`: the signed message, the signature, the blob.
     signed: std::ops::Range<usize>,
@@ -67,6 +76,7 @@ fn fixture(blob_len: usize) -> Fixture {
     let signed_len = 4 + 32 + 32 * 3 + 1 + bijou_len(blob_len) + 2 * 32 + 64;
     let blob_start = frame.len() - blob_len;
     Fixture {
+        msg,
         frame,
         signed: signed_start..signed_start + signed_len,
         blob: blob_start..blob_start + blob_len,
@@ -80,7 +90,8 @@ fn bijou_len(v: usize) -> usize {
 }
 
 fn pipeline(codec: &mut MessageCodec, mut frame: BytesMut) -> bool {
-    let Some(Ok(Message::Sync(SyncMessage::LooseCommit(m)))) = codec.decode(&mut frame).unwrap()
+    let Some(Ok(Message::Sync(SyncMessage::LooseCommit(m)))) =
+        codec.decode(&mut frame).unwrap().map(|f| f.message)
     else {
         return false;
     };
@@ -120,11 +131,37 @@ fn benches(c: &mut Criterion) {
                 BatchSize::SmallInput,
             )
         });
+        let message_bytes =
+            Bytes::copy_from_slice(&fx.frame[fx.frame.len() - fx.msg.encode().unwrap().len()..]);
+        group.bench_function(BenchmarkId::new("message_decode", name), |b| {
+            b.iter(|| black_box(Message::decode(black_box(message_bytes.clone())).is_ok()))
+        });
+        let their_wire = message_bytes.to_vec();
+        assert!(theirs::SyncMessage::try_decode(&their_wire).is_ok());
+        group.bench_function(BenchmarkId::new("subduction_core", name), |b| {
+            b.iter(|| black_box(theirs::SyncMessage::try_decode(black_box(&their_wire)).is_ok()))
+        });
         let issuer: [u8; 32] = fx.frame[fx.signed.start + 4..fx.signed.start + 36]
             .try_into()
             .unwrap();
         group.bench_function(BenchmarkId::new("issuer_key_parse", name), |b| {
             b.iter(|| black_box(VerifyingKey::from_bytes(black_box(&issuer)).is_ok()))
+        });
+        group.finish();
+
+        let mut group = c.benchmark_group("messages_encode");
+        group.throughput(Throughput::Elements(1));
+        let mut dst = BytesMut::with_capacity(2 * len + 1024);
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                dst.clear();
+                codec.encode(black_box(&fx.msg), &mut dst).unwrap();
+                black_box(dst.len())
+            })
+        });
+        group.bench_function(BenchmarkId::new("subduction_core", name), |b| {
+            let decoded = theirs::SyncMessage::try_decode(&their_wire).unwrap();
+            b.iter(|| black_box(black_box(&decoded).encode().len()))
         });
         group.finish();
 

@@ -21,9 +21,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_frame::codec::{ReadError, Reader, WriteError, Writer};
+use bijou_frame::codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_frame::signing::{verify_batch, Blob, Payload, Signed};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
@@ -41,7 +41,11 @@ struct Commit {
 
 impl Payload for Commit {
     const SCHEMA: [u8; 4] = *b"BNC\x00";
-    fn encode_fields(&self, w: &mut Writer<'_>) -> Result<(), WriteError> {
+}
+
+impl Wire for Commit {
+    type Error = ReadError;
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(&self.tree);
         w.bytes(&self.blob_digest);
         w.count_u8("parents", self.parents.len())?;
@@ -49,7 +53,7 @@ impl Payload for Commit {
         self.parents.iter().for_each(|p| w.bytes(p));
         Ok(())
     }
-    fn decode_fields(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
         let tree = r.array("tree")?;
         let blob_digest = r.array("blob_digest")?;
         let count = r.u8("parent_count")?;
