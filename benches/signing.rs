@@ -5,11 +5,14 @@
 //! Groups (each lists ours first, then the bare peer):
 //!
 //! - `seal`: `Signed::seal` vs `SigningKey::sign` over the same message;
-//! - `verify`: `Signed::verify_strict` (payload decoded, `Verified` built)
-//!   vs `VerifyingKey::verify_strict`;
+//! - `verify`: `Signed::verify_strict` (issuer key decompressed, strict
+//!   checks, `Verified` built from the payload decoded with the `Signed`)
+//!   vs `VerifyingKey::from_bytes` + `verify_strict`, and vs
+//!   `verify_strict` alone on a pre-parsed key;
 //! - `verify_batch/<n>` for n = 1, 16, 64, 256: our `verify_batch` (strict
 //!   accept set) vs one-by-one bare `verify_strict` vs bare
-//!   `ed25519_dalek::verify_batch` (no strict checks; for reference);
+//!   `ed25519_dalek::verify_batch` (no strict checks; for reference), each
+//!   parsing the issuer keys from bytes in the timed region;
 //! - `verify_batch_forged/64`: our `verify_batch` with one forged item and
 //!   with every item forged (the cost of finding them);
 //! - `blake3/<size>` for 64 B, 1 KiB, 64 KiB, 1 MiB: `Blob::digest` vs
@@ -83,8 +86,10 @@ fn commit(i: usize) -> Commit {
     }
 }
 
-/// A bare `(key, message, signature)` triple.
-type Triple = (VerifyingKey, Vec<u8>, Signature);
+/// A bare `(key bytes, message, signature)` triple. The key is parsed in
+/// the timed region, as ours is (decoding keeps the key bytes;
+/// verification decompresses them).
+type Triple = ([u8; 32], Vec<u8>, Signature);
 
 /// `n` decoded items from four issuers, and the same as bare triples.
 fn batch(n: usize) -> (Vec<Signed<Commit>>, Vec<Triple>) {
@@ -99,7 +104,7 @@ fn batch(n: usize) -> (Vec<Signed<Commit>>, Vec<Triple>) {
         .iter()
         .map(|s| {
             let message = s.as_bytes()[..s.len() - 64].to_vec();
-            (s.issuer(), message, *s.signature())
+            (*s.peer_id().as_bytes(), message, *s.signature())
         })
         .collect();
     (signed, bare)
@@ -136,6 +141,17 @@ fn seal_and_verify(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    // Ours decompresses the issuer key when verifying (decoding only keeps
+    // its bytes), so the like-for-like peer parses the key too.
+    let vk_bytes = vk.to_bytes();
+    group.bench_function("dalek_key_parse_and_verify_strict", |b| {
+        b.iter(|| {
+            VerifyingKey::from_bytes(black_box(&vk_bytes))
+                .unwrap()
+                .verify_strict(black_box(&message), black_box(&signature))
+                .unwrap()
+        })
+    });
     let wire: Bytes = signed.to_bytes();
     group.bench_function("ours_decode_and_verify", |b| {
         b.iter(|| {
@@ -167,8 +183,10 @@ fn batches(c: &mut Criterion) {
             &bare,
             |b, items| {
                 b.iter(|| {
-                    for (vk, message, signature) in items {
-                        vk.verify_strict(black_box(message), black_box(signature))
+                    for (key, message, signature) in items {
+                        VerifyingKey::from_bytes(black_box(key))
+                            .unwrap()
+                            .verify_strict(black_box(message), black_box(signature))
                             .unwrap();
                     }
                 })
@@ -176,9 +194,13 @@ fn batches(c: &mut Criterion) {
         );
         let messages: Vec<&[u8]> = bare.iter().map(|(_, m, _)| m.as_slice()).collect();
         let signatures: Vec<Signature> = bare.iter().map(|(_, _, s)| *s).collect();
-        let keys: Vec<VerifyingKey> = bare.iter().map(|(k, _, _)| *k).collect();
+        let key_bytes: Vec<[u8; 32]> = bare.iter().map(|(k, _, _)| *k).collect();
         group.bench_function(BenchmarkId::new("dalek_verify_batch", n), |b| {
             b.iter(|| {
+                let keys: Vec<VerifyingKey> = black_box(&key_bytes)
+                    .iter()
+                    .map(|k| VerifyingKey::from_bytes(k).unwrap())
+                    .collect();
                 ed25519_dalek::verify_batch(
                     black_box(&messages),
                     black_box(&signatures),
