@@ -201,7 +201,7 @@ fn record(
 type Record = (u8, u16, u32, u64, u64, Vec<u8>);
 
 fn read_record(bytes: &[u8]) -> Result<Record, ReadError> {
-    let frame = bytes::Bytes::copy_from_slice(&bytes);
+    let frame = bytes::Bytes::copy_from_slice(bytes);
     let mut r = Reader::new(&frame);
     let a = r.u8("a")?;
     let b = r.u16("b")?;

@@ -106,7 +106,10 @@ fn every_decoder_reads_the_published_bytes() {
         let mut padded = bytes.clone();
         padded.extend_from_slice(&[0xEE; 12]);
         assert_eq!(bijou64::decode(&padded), Ok((value, bytes.len())));
-        assert_eq!(Reader::new(&bytes::Bytes::copy_from_slice(&bytes)).bijou64("v"), Ok(value));
+        assert_eq!(
+            Reader::new(&bytes::Bytes::copy_from_slice(&bytes)).bijou64("v"),
+            Ok(value)
+        );
         assert_eq!((&bytes[..]).try_get_bijou64(), Ok(value));
         let stream = [bytes.clone(), bytes.clone()].concat();
         let values: Result<Vec<u64>, _> = bijou64::decode_iter(&stream).collect();

@@ -234,4 +234,18 @@ mod tests {
             })
         );
     }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn serde_is_hex_text_in_json_and_strict_on_the_way_back() {
+        use crate::{Blob, Digest, PeerId};
+        let id = PeerId::from_bytes([0xab; 32]);
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, alloc::format!("\"{}\"", "ab".repeat(32)));
+        assert_eq!(serde_json::from_str::<PeerId>(&json).unwrap(), id);
+        assert!(serde_json::from_str::<PeerId>("\"AB\"").is_err());
+        let digest = Blob::from_static(b"x").digest();
+        let json = serde_json::to_string(&digest).unwrap();
+        assert_eq!(serde_json::from_str::<Digest<Blob>>(&json).unwrap(), digest);
+    }
 }

@@ -197,4 +197,16 @@ mod tests {
         assert_eq!(tree.to_string().parse::<SedimentreeId>(), Ok(tree));
         assert!("01".repeat(31).parse::<SedimentreeId>().is_err());
     }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn ids_serialize_as_hex_text() {
+        let id = SedimentreeId::new([0x0f; 32]);
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, format!("\"{}\"", "0f".repeat(32)));
+        assert_eq!(serde_json::from_str::<SedimentreeId>(&json).unwrap(), id);
+        let commit = CommitId::new([1; 32]);
+        let back: CommitId = serde_json::from_str(&serde_json::to_string(&commit).unwrap()).unwrap();
+        assert_eq!(back, commit);
+    }
 }

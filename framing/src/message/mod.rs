@@ -7,7 +7,7 @@
 //! panic-free, and encoding never truncates a count.
 //!
 //! Every wire type implements the one [`Wire`] trait (exact length, write
-//! into any `BufMut`, strict read from a zero-copy [`Reader`](bijou_codec::Reader)
+//! into any `BufMut`, strict read from a zero-copy [`Reader`]
 //! over the frame), with its read and write side by side in its own file:
 //!
 //! ```text
