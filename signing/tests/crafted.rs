@@ -9,12 +9,12 @@
 //! numbers 6, 7, 28, 29), where ed25519-dalek's batch and `verify_strict`
 //! disagree in the other direction.
 
-use bijou_codec::{ReadError, Reader, WriteError, Writer, Wire};
-use bytes::BufMut;
+use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::{
     batch::{verify_items, Item},
     strict, verify_batch, Payload, Signed, VerifyError,
 };
+use bytes::BufMut;
 use curve25519_dalek::{EdwardsPoint, Scalar};
 use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use proptest::prelude::*;
@@ -81,12 +81,14 @@ fn with_identity_r(key: &SigningKey, r: [u8; 32], n: u32) -> Signed<Note> {
 
 fn bare_batch_accepts(item: &Signed<Note>) -> bool {
     let m = &item.as_bytes()[..item.len() - 64];
-    ed25519_dalek::verify_batch(&[m], &[*item.signature()], &[item.verifying_key().unwrap()]).is_ok()
+    ed25519_dalek::verify_batch(&[m], &[*item.signature()], &[item.verifying_key().unwrap()])
+        .is_ok()
 }
 
 fn bare_strict_accepts(item: &Signed<Note>) -> bool {
     let m = &item.as_bytes()[..item.len() - 64];
-    item.verifying_key().is_ok_and(|key| key.verify_strict(m, item.signature()).is_ok())
+    item.verifying_key()
+        .is_ok_and(|key| key.verify_strict(m, item.signature()).is_ok())
 }
 
 /// The error for `item` alone and inside a batch of honest items, at every

@@ -8,7 +8,7 @@ mod signing_support;
 use bijou_codec::Wire;
 use bijou_signing::{
     ed25519_dalek::{self, Signature, Signer as _, SigningKey, VerifyingKey},
-    strict, Blob, BlobMismatch, Digest, Payload, PeerId, Signed, Identity, Verified,
+    strict, Blob, BlobMismatch, Digest, Identity, Payload, PeerId, Signed, Verified,
 };
 use bytes::Bytes;
 use signing_support::*;
@@ -198,7 +198,10 @@ fn accessors_agree() {
     assert_eq!(verified.peer_id(), key.peer_id());
     assert_eq!(verified.signed(), &signed);
     assert_eq!(verified.clone().into_payload(), c);
-    assert_eq!(verified.clone().into_signed().into_bytes(), signed.to_bytes());
+    assert_eq!(
+        verified.clone().into_signed().into_bytes(),
+        signed.to_bytes()
+    );
     assert_eq!(verified.into_payload(), c);
     let debug = format!("{signed:?}");
     assert!(debug.contains(&key.peer_id().to_string()));

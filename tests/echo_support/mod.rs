@@ -16,7 +16,7 @@ use bijou_frame::framing::message::{
     SyncMessage,
 };
 use bijou_frame::framing::{prefix::Bijou64, Connection};
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Identity};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;

@@ -206,7 +206,8 @@ mod tests {
         assert_eq!(json, format!("\"{}\"", "0f".repeat(32)));
         assert_eq!(serde_json::from_str::<SedimentreeId>(&json).unwrap(), id);
         let commit = CommitId::new([1; 32]);
-        let back: CommitId = serde_json::from_str(&serde_json::to_string(&commit).unwrap()).unwrap();
+        let back: CommitId =
+            serde_json::from_str(&serde_json::to_string(&commit).unwrap()).unwrap();
         assert_eq!(back, commit);
     }
 }

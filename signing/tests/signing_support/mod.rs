@@ -6,11 +6,11 @@
 #![allow(dead_code)]
 
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
-use bytes::BufMut;
 use bijou_signing::{
     ed25519_dalek::{Signature, SigningKey},
     Blob, BlobMeta, Digest, HasBlobMeta, Payload, Signed,
 };
+use bytes::BufMut;
 use proptest::prelude::*;
 
 /// Schema shared by [`Commit`] and [`Twin`].
