@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use bijou_codec::Wire;
 use bijou_framing::connection::Rejected;
 use bijou_framing::handshake::{
     HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_FRAME_LENGTH,
@@ -17,7 +18,9 @@ use bijou_framing::message::{
 };
 use bijou_framing::{prefix::Bijou64, Connection, FrameCodec, FrameError};
 use bijou_signing::Blob;
-use bijou_signing::{ed25519_dalek::SigningKey, BlobMismatch, Digest, Signed, Signer, VerifyError};
+use bijou_signing::{
+    ed25519_dalek::SigningKey, BlobMismatch, Digest, Identity, Signed, VerifyError,
+};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tokio::io::DuplexStream;
@@ -58,7 +61,9 @@ async fn recv_handshake(raw: &mut Raw) -> HandshakeMessage {
 
 fn challenge_bytes(signer: &SigningKey, audience: Audience, ts: u64, nonce: [u8; 16]) -> Bytes {
     let c = Challenge::new(audience, ts, nonce);
-    HandshakeMessage::Challenge(Signed::seal(signer, &c).expect("seal")).encode()
+    HandshakeMessage::Challenge(Signed::seal(signer, &c).expect("seal"))
+        .encode()
+        .expect("encode")
 }
 
 /// Sends `challenge` as a raw initiator to a fresh `accept` on `responder`;
@@ -365,7 +370,9 @@ async fn response_with_the_wrong_challenge_digest_is_refused() {
     timeout(LIMIT, async {
         let result = fake_responder(|_| {
             let wrong = Response::new(Digest::from_bytes([0xAB; 32]), NOW);
-            HandshakeMessage::Response(Signed::seal(&key(2), &wrong).expect("seal")).encode()
+            HandshakeMessage::Response(Signed::seal(&key(2), &wrong).expect("seal"))
+                .encode()
+                .expect("encode")
         })
         .await;
         match result {
@@ -385,7 +392,9 @@ async fn response_from_another_key_or_with_a_bad_signature_is_refused() {
         let result = fake_responder(|c| {
             let v = c.verify_strict().expect("honest challenge");
             let r = Response::for_challenge(v.payload(), NOW).expect("response");
-            HandshakeMessage::Response(Signed::seal(&key(3), &r).expect("seal")).encode()
+            HandshakeMessage::Response(Signed::seal(&key(3), &r).expect("seal"))
+                .encode()
+                .expect("encode")
         })
         .await;
         assert!(matches!(result, Err(HandshakeError::WrongResponder { .. })));
@@ -395,6 +404,7 @@ async fn response_from_another_key_or_with_a_bad_signature_is_refused() {
             let r = Response::for_challenge(v.payload(), NOW).expect("response");
             let mut b = HandshakeMessage::Response(Signed::seal(&key(2), &r).expect("seal"))
                 .encode()
+                .expect("encode")
                 .to_vec();
             let at = b.len() - 20; // inside S, still below L
             b[at] ^= 0x10;
@@ -409,7 +419,8 @@ async fn response_from_another_key_or_with_a_bad_signature_is_refused() {
         ));
 
         // A second challenge instead of a response.
-        let result = fake_responder(|c| HandshakeMessage::Challenge(c).encode()).await;
+        let result =
+            fake_responder(|c| HandshakeMessage::Challenge(c).encode().expect("encode")).await;
         assert!(matches!(
             result,
             Err(HandshakeError::Unexpected {
@@ -521,8 +532,9 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
         // A large frame, allowed after the handshake.
         let big = Message::from(commit_message(&key(1), &vec![5u8; 64 * 1024], 2));
 
-        client.send_frame(forged.into()).await.expect("send");
-        client.send_frame(tampered.into()).await.expect("send");
+        let (forged, tampered) = (Bytes::from(forged), Bytes::from(tampered));
+        client.send_frame(forged.clone()).await.expect("send");
+        client.send_frame(tampered.clone()).await.expect("send");
         client
             .send_frame(Bytes::from_static(b"SUH\0\x07"))
             .await
@@ -531,11 +543,13 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
         client.send(&big).await.expect("send");
 
         let r = server.recv().await.expect("frame").expect("open");
+        assert_eq!(r.frame, forged);
         assert!(matches!(
             r.result,
             Err(Rejected::Verify(VerifyItemError::Signature(_)))
         ));
         let r = server.recv().await.expect("frame").expect("open");
+        assert_eq!(r.frame, tampered);
         assert!(matches!(
             r.result,
             Err(Rejected::Verify(VerifyItemError::Blob(
@@ -543,6 +557,7 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
             )))
         ));
         let r = server.recv().await.expect("frame").expect("open");
+        assert_eq!(&r.frame[..], b"SUH\0\x07");
         assert!(matches!(r.result, Err(Rejected::Malformed(_))));
         let r = server.recv().await.expect("frame").expect("open");
         assert_eq!(r.frame, honest_bytes);
@@ -550,6 +565,7 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
         assert_eq!(v.message, honest);
         assert_eq!(v.items.len(), 1);
         let r = server.recv().await.expect("frame").expect("open");
+        assert_eq!(r.frame, big.encode().expect("encode"));
         assert!(r.result.is_ok());
 
         // A handshake message after the handshake is reported, not obeyed.

@@ -5,10 +5,12 @@
 
 mod messages_support;
 
-use bijou_codec::WriteError;
-use bijou_framing::message::{Message, MessageError, SedimentreeId, SyncMessage};
+use bijou_codec::{Wire, WriteError};
+use bijou_framing::message::{
+    DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage,
+};
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_framing::{FrameCodec, FrameError, MessageCodec, SendError};
+use bijou_framing::{FrameCodec, FrameError, MessageCodec, MessageFrame, SendError};
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
 use messages_support::*;
@@ -38,11 +40,19 @@ fn round_trip_bytewise<P: LengthPrefix + Default>(msgs: &[Message]) {
     for byte in wire.iter() {
         buf.extend_from_slice(&[*byte]);
         while let Some(item) = rx.decode(&mut buf).unwrap() {
-            got.push(item.unwrap());
+            got.push(item);
         }
     }
     assert_eq!(rx.decode_eof(&mut buf).unwrap(), None);
-    assert_eq!(got, msgs);
+    // Each item is the message, together with its exact frame bytes.
+    let expected: Vec<MessageFrame> = msgs
+        .iter()
+        .map(|m| MessageFrame {
+            bytes: m.encode().unwrap(),
+            message: Ok(m.clone()),
+        })
+        .collect();
+    assert_eq!(got, expected);
 }
 
 proptest! {
@@ -62,19 +72,18 @@ async fn messages_flow_between_two_peers_and_a_bad_frame_does_not_desync() {
     let mut tx = Framed::new(a, MessageCodec::new());
     let mut rx = Framed::new(b, MessageCodec::new());
     let big = Message::Sync(fixed_commit_message(2, 2, 20_000));
-    let small = Message::Sync(SyncMessage::DataRequestRejected {
+    let small = Message::Sync(SyncMessage::DataRequestRejected(DataRequestRejected {
         id: SedimentreeId::new([4; 32]),
-    });
+    }));
+    // A well-delimited frame holding a retired tag, sent raw.
+    let mut raw = b"SUM\0\0\0\0\x0d\x02abcd".to_vec();
+    raw[4..8].copy_from_slice(&13u32.to_be_bytes());
+    let raw = Bytes::from(raw);
 
     let send = async {
         tx.send(&big).await.unwrap();
-        // A well-delimited frame holding a retired tag, sent raw.
-        let mut raw = b"SUM\0\0\0\0\x0d\x02abcd".to_vec();
-        raw[4..8].copy_from_slice(&13u32.to_be_bytes());
         let mut frame = BytesMut::new();
-        FrameCodec::new()
-            .encode(Bytes::from(raw), &mut frame)
-            .unwrap();
+        FrameCodec::new().encode(raw.clone(), &mut frame).unwrap();
         tx.get_mut().write_all_buf_compat(&frame).await;
         tx.send(&small).await.unwrap();
         SinkExt::<&Message>::close(&mut tx).await.unwrap();
@@ -88,12 +97,15 @@ async fn messages_flow_between_two_peers_and_a_bad_frame_does_not_desync() {
     };
     let ((), items) = tokio::join!(send, recv);
     assert_eq!(items.len(), 3);
-    assert_eq!(items[0], Ok(big));
+    assert_eq!(items[0].message, Ok(big.clone()));
+    assert_eq!(items[0].bytes, big.encode().unwrap());
     assert_eq!(
-        items[1],
+        items[1].message,
         Err(MessageError::RetiredTag { tag: 2, offset: 8 })
     );
-    assert_eq!(items[2], Ok(small));
+    assert_eq!(items[1].bytes, raw);
+    assert_eq!(items[2].message, Ok(small.clone()));
+    assert_eq!(items[2].bytes, small.encode().unwrap());
 }
 
 /// `write_all` on the raw transport, without the codec (to inject a frame).
@@ -177,8 +189,14 @@ fn subduction_quic_framing_interoperates_with_u32_be() {
     let mut codec = MessageCodec::from_frame_codec(FrameCodec::with_prefix(U32Be));
     assert_eq!(
         codec.decode(&mut wire).unwrap(),
-        Some(Ok(Message::Sync(SyncMessage::DataRequestRejected {
-            id: SedimentreeId::new([7; 32])
-        })))
+        Some(MessageFrame {
+            bytes: Bytes::from(body),
+            message: Ok(Message::Sync(SyncMessage::DataRequestRejected(
+                DataRequestRejected {
+                    id: SedimentreeId::new([7; 32])
+                }
+            )))
+        })
     );
+    assert!(wire.is_empty());
 }

@@ -24,10 +24,10 @@ mod messages_support;
 
 use std::collections::BTreeSet;
 
-use bijou_codec::{ReadError, WriteError};
+use bijou_codec::{ReadError, Wire, WriteError};
 use bijou_framing::message as ours;
 use bijou_framing::message::{HandshakeMessage, Message, MessageError, SyncMessage};
-use bijou_signing::{ed25519_dalek, Payload as _, Signer as _};
+use bijou_signing::{ed25519_dalek, Identity as _, Payload as _};
 use bytes::Bytes;
 use ed25519_dalek::Signer as _;
 use messages_support::*;
@@ -58,16 +58,16 @@ use subduction_crypto::signed::Signed as TSigned;
 // ---- conversions: our content -> their types ----------------------------
 
 fn t_tree(id: ours::SedimentreeId) -> TTree {
-    TTree::new(id.to_bytes())
+    TTree::new(*id.as_bytes())
 }
 
 fn t_commit_id(id: &ours::CommitId) -> TCommitId {
-    TCommitId::new(id.to_bytes())
+    TCommitId::new(*id.as_bytes())
 }
 
 fn t_meta(meta: bijou_signing::BlobMeta) -> TBlobMeta {
     TBlobMeta::from_digest_size(
-        TDigest::force_from_bytes(meta.digest().to_bytes()),
+        TDigest::force_from_bytes(*meta.digest().as_bytes()),
         meta.size(),
     )
 }
@@ -173,7 +173,7 @@ fn t_sync(msg: &SyncMessage) -> theirs::SyncMessage {
             theirs::SyncMessage::BatchSyncRequest(theirs::BatchSyncRequest {
                 id: t_tree(r.id),
                 req_id: theirs::RequestId {
-                    requestor: TPeer::new(r.requestor.to_bytes()),
+                    requestor: TPeer::new(*r.requestor.as_bytes()),
                     nonce: r.nonce,
                 },
                 fingerprint_summary: FingerprintSummary::new(
@@ -191,7 +191,7 @@ fn t_sync(msg: &SyncMessage) -> theirs::SyncMessage {
         SyncMessage::BatchSyncResponse(r) => {
             theirs::SyncMessage::BatchSyncResponse(theirs::BatchSyncResponse {
                 req_id: theirs::RequestId {
-                    requestor: TPeer::new(r.requestor.to_bytes()),
+                    requestor: TPeer::new(*r.requestor.as_bytes()),
                     nonce: r.nonce,
                 },
                 id: t_tree(r.id),
@@ -210,27 +210,29 @@ fn t_sync(msg: &SyncMessage) -> theirs::SyncMessage {
                 responder_heads: t_heads(&r.responder_heads),
             })
         }
-        SyncMessage::RemoveSubscriptions { ids } => {
+        SyncMessage::RemoveSubscriptions(r) => {
             theirs::SyncMessage::RemoveSubscriptions(theirs::RemoveSubscriptions {
-                ids: ids.iter().map(|id| t_tree(*id)).collect(),
+                ids: r.ids().iter().map(|id| t_tree(*id)).collect(),
             })
         }
-        SyncMessage::DataRequestRejected { id } => {
+        SyncMessage::DataRequestRejected(ours::DataRequestRejected { id }) => {
             theirs::SyncMessage::DataRequestRejected(theirs::DataRequestRejected {
                 id: t_tree(*id),
             })
         }
-        SyncMessage::HeadsUpdate { id, heads } => theirs::SyncMessage::HeadsUpdate {
-            id: t_tree(*id),
-            heads: t_heads(heads),
-        },
+        SyncMessage::HeadsUpdate(ours::HeadsUpdate { id, heads }) => {
+            theirs::SyncMessage::HeadsUpdate {
+                id: t_tree(*id),
+                heads: t_heads(heads),
+            }
+        }
         _ => unreachable!("all variants covered"),
     }
 }
 
 fn t_challenge(c: &ours::Challenge) -> TChallenge {
     let audience = match c.audience {
-        ours::Audience::Known(p) => TAudience::Known(TPeer::new(p.to_bytes())),
+        ours::Audience::Known(p) => TAudience::Known(TPeer::new(*p.as_bytes())),
         ours::Audience::Discover(d) => TAudience::Discover(DiscoveryId::from_raw(d)),
     };
     TChallenge::new(
@@ -260,7 +262,7 @@ fn t_handshake_bytes(msg: &HandshakeMessage) -> Vec<u8> {
         HandshakeMessage::Response(s) => {
             let v = s.verify_strict().unwrap();
             let r = TResponse::new(
-                TDigest::force_from_bytes(v.payload().challenge_digest().to_bytes()),
+                TDigest::force_from_bytes(*v.payload().challenge_digest().as_bytes()),
                 TimestampSeconds::new(v.payload().server_timestamp),
             );
             their_signed_bytes(&signer_of(&v.issuer()), &r)
@@ -323,7 +325,7 @@ proptest! {
     #[test]
     fn handshakes_agree_both_ways(msg in handshake_message()) {
         // Ours -> theirs.
-        let wire = msg.encode();
+        let wire = msg.encode().unwrap();
         let decoded = THandshake::try_decode(&wire).unwrap();
         prop_assert_eq!(decoded.encode(), wire.to_vec());
         match &decoded {
@@ -402,7 +404,9 @@ fn their_from_parts_and_our_seal_agree_on_a_fixed_commit() {
     let t = t_loose_commit(verified.payload());
     let from_parts = TSigned::from_parts(verified.issuer(), *m.item.signed().signature(), &t);
     assert_eq!(from_parts.as_bytes(), m.item.signed().as_bytes());
-    assert_eq!(key(0).peer_id().to_bytes(), *verified.issuer().as_bytes());
+    assert_eq!(*key(0).peer_id().as_bytes(), *verified.issuer().as_bytes());
+    assert_eq!(m.item.signed().peer_id(), key(0).peer_id());
+    assert_eq!(verified.peer_id(), key(0).peer_id());
 }
 
 // ---- where we deliberately reject what they accept ----------------------
@@ -472,7 +476,7 @@ fn theirs_accept_ours_reject_unsorted_request_fingerprints_because_they_collapse
         [1, 2].map(ours::Fingerprint::from_u64),
         [],
     ));
-    let mut wire = req.encode().unwrap();
+    let mut wire = req.encode().unwrap().to_vec();
     let at = 9 + 32 + 32 + 8 + 1 + 16 + 4;
     let (first, second) = (wire[at..at + 8].to_vec(), wire[at + 8..at + 16].to_vec());
     wire[at..at + 8].copy_from_slice(&second);

@@ -4,12 +4,11 @@
 
 mod messages_support;
 
-use bijou_codec::Codec;
+use bijou_codec::Wire;
 use bijou_framing::message::{
     Fragment, HandshakeMessage, LooseCommit, Message, RemoteHeads, SyncMessage, SyncResult,
 };
 use bijou_signing::{Payload, Signed};
-use bytes::Bytes;
 use messages_support::*;
 use proptest::prelude::*;
 
@@ -28,17 +27,18 @@ proptest! {
         let wire = msg.encode().unwrap();
         prop_assert_eq!(u32::from_be_bytes(wire[4..8].try_into().unwrap()) as usize, wire.len());
         prop_assert_eq!(wire[8], msg.tag());
-        let back = SyncMessage::decode(Bytes::from(wire.clone())).unwrap();
+        let back = SyncMessage::decode(wire.clone()).unwrap();
         prop_assert_eq!(&back, &msg);
         prop_assert_eq!(back.encode().unwrap(), wire.clone());
         // Through the schema dispatch as well.
-        let top = Message::decode(Bytes::from(wire.clone())).unwrap();
-        prop_assert_eq!(top.encode().unwrap(), Bytes::from(wire));
+        let top = Message::decode(wire.clone()).unwrap();
+        prop_assert_eq!(&top, &Message::Sync(msg));
+        prop_assert_eq!(top.encode().unwrap(), wire);
     }
 
     #[test]
     fn handshake_messages_round_trip(msg in handshake_message()) {
-        let wire = msg.encode();
+        let wire = msg.encode().unwrap();
         let expected_len = match &msg {
             HandshakeMessage::Challenge(_) => 158,
             HandshakeMessage::Response(_) => 141,
@@ -47,7 +47,7 @@ proptest! {
         prop_assert_eq!(wire.len(), expected_len);
         let back = HandshakeMessage::decode(wire.clone()).unwrap();
         prop_assert_eq!(&back, &msg);
-        prop_assert_eq!(back.encode(), wire.clone());
+        prop_assert_eq!(back.encode().unwrap(), wire.clone());
         prop_assert_eq!(Message::decode(wire).unwrap(), Message::Handshake(msg));
     }
 
@@ -72,15 +72,18 @@ proptest! {
 
     #[test]
     fn remote_heads_round_trip(heads in remote_heads()) {
-        let wire = heads.to_bytes().unwrap();
+        let wire = heads.encode().unwrap();
         prop_assert_eq!(wire.len(), 12 + 32 * heads.heads().len());
-        prop_assert_eq!(&RemoteHeads::from_bytes(&wire).unwrap(), &heads);
+        prop_assert_eq!(heads.wire_len().unwrap(), wire.len());
+        let back = RemoteHeads::decode(wire.clone()).unwrap();
+        prop_assert_eq!(&back, &heads);
+        prop_assert_eq!(back.encode().unwrap(), wire);
         prop_assert!(heads.heads().windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
     fn verified_sync_items_match_what_was_sealed(msg in sync_message()) {
-        let wire = Bytes::from(msg.encode().unwrap());
+        let wire = msg.encode().unwrap();
         let decoded = SyncMessage::decode(wire).unwrap();
         let expected = match &decoded {
             SyncMessage::LooseCommit(_) | SyncMessage::Fragment(_) => 1,
@@ -118,7 +121,7 @@ proptest! {
 
 #[test]
 fn signed_items_and_blobs_are_zero_copy_slices_of_the_frame() {
-    let wire = Bytes::from(fixed_commit_message(2, 1, 1024).encode().unwrap());
+    let wire = fixed_commit_message(2, 1, 1024).encode().unwrap();
     let range = wire.as_ptr() as usize..wire.as_ptr() as usize + wire.len();
     let SyncMessage::LooseCommit(m) = SyncMessage::decode(wire.clone()).unwrap() else {
         panic!("tag 00 decodes to LooseCommit");
@@ -133,7 +136,9 @@ fn signed_items_and_blobs_are_zero_copy_slices_of_the_frame() {
 
 #[test]
 fn constructors_sort_and_deduplicate_every_array() {
-    use bijou_framing::message::{CommitId, Fingerprint, SedimentreeId, SyncDiff};
+    use bijou_framing::message::{
+        CommitId, Fingerprint, RemoveSubscriptions, SedimentreeId, SyncDiff,
+    };
     let heads = RemoteHeads::new(
         1,
         [
@@ -152,14 +157,18 @@ fn constructors_sort_and_deduplicate_every_array() {
         diff.requested_commits(),
         &[1, 3, 5].map(Fingerprint::from_u64)
     );
-    let SyncMessage::RemoveSubscriptions { ids } = SyncMessage::remove_subscriptions([
+    let unsorted = [
         SedimentreeId::new([9; 32]),
         SedimentreeId::new([2; 32]),
-    ]) else {
+        SedimentreeId::new([9; 32]),
+    ];
+    let SyncMessage::RemoveSubscriptions(remove) = SyncMessage::remove_subscriptions(unsorted)
+    else {
         unreachable!()
     };
     assert_eq!(
-        ids,
+        remove.ids(),
         [SedimentreeId::new([2; 32]), SedimentreeId::new([9; 32])]
     );
+    assert_eq!(RemoveSubscriptions::new(unsorted), remove);
 }

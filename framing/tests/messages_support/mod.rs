@@ -3,11 +3,11 @@
 
 use bijou_framing::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, Challenge, Checkpoint, CommitId,
-    Fingerprint, FingerprintSeed, Fragment, HandshakeMessage, LooseCommit, Rejection,
-    RejectionReason, RemoteHeads, Response, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
-    SyncResult,
+    DataRequestRejected, Fingerprint, FingerprintSeed, Fragment, HandshakeMessage, HeadsUpdate,
+    LooseCommit, Rejection, RejectionReason, RemoteHeads, Response, SedimentreeId, SignedItem,
+    SyncDiff, SyncMessage, SyncResult,
 };
-use bijou_signing::{ed25519_dalek::SigningKey, Blob, PeerId, Signed, Signer as _};
+use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity as _, PeerId, Signed};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -141,8 +141,9 @@ pub fn sync_message() -> impl Strategy<Value = SyncMessage> {
                 })
             })),
         vec(tree_id(), 0..4).prop_map(SyncMessage::remove_subscriptions),
-        tree_id().prop_map(|id| SyncMessage::DataRequestRejected { id }),
-        (tree_id(), remote_heads()).prop_map(|(id, heads)| SyncMessage::HeadsUpdate { id, heads }),
+        tree_id().prop_map(|id| SyncMessage::DataRequestRejected(DataRequestRejected { id })),
+        (tree_id(), remote_heads())
+            .prop_map(|(id, heads)| SyncMessage::HeadsUpdate(HeadsUpdate { id, heads })),
     ]
 }
 
