@@ -9,7 +9,7 @@ use std::time::Duration;
 use bijou_codec::Wire;
 use bijou_framing::connection::Rejected;
 use bijou_framing::handshake::{
-    HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_FRAME_LENGTH,
+    Clock, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_FRAME_LENGTH,
 };
 use bijou_framing::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
@@ -30,13 +30,9 @@ use tokio_util::codec::Framed;
 const LIMIT: Duration = Duration::from_secs(10);
 const NOW: u64 = 1_800_000_000;
 
-fn fixed_clock() -> u64 {
-    NOW
-}
-
 fn config() -> HandshakeConfig {
     let mut c = HandshakeConfig::default();
-    c.clock = fixed_clock;
+    c.clock = Clock::fixed(NOW);
     c.timeout = Duration::from_secs(5);
     c
 }
@@ -259,11 +255,8 @@ async fn default_drift_is_600_seconds_and_initiator_sees_clock_drift() {
             HandshakeConfig::default().max_drift,
             Duration::from_secs(600)
         );
-        fn slow_clock() -> u64 {
-            NOW - 601
-        }
         let mut client_config = config();
-        client_config.clock = slow_clock;
+        client_config.clock = Clock::fixed(NOW - 601);
         let (a, b) = tokio::io::duplex(4096);
         let responder = Responder::new(config());
         let server =
@@ -313,27 +306,26 @@ async fn replayed_challenge_is_refused_across_connections() {
 }
 
 #[tokio::test]
-async fn full_nonce_cache_fails_closed() {
+async fn a_full_nonce_cache_lets_fresh_challenges_in_and_never_accepts_a_replay() {
     timeout(LIMIT, async {
+        // Room for one nonce: the old cache then refused every handshake.
         let responder = Responder::with_nonce_capacity(config(), 1);
         let to = Audience::Known(key(2).peer_id());
-        let (_, first) =
-            raw_challenge(&responder, challenge_bytes(&key(1), to, NOW, [1; 16])).await;
-        first.expect("accepted");
-        let (a, b) = tokio::io::duplex(4096);
-        let r = responder.clone();
-        let server = tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &r).await });
-        let mut client = raw(a);
-        client
-            .send(challenge_bytes(&key(1), to, NOW, [2; 16]))
-            .await
-            .expect("send");
-        assert!(matches!(
-            server.await.expect("join"),
-            Err(HandshakeError::NonceCacheFull(_))
-        ));
-        // No answer: the stream just ends.
-        assert!(client.next().await.is_none());
+        let first = challenge_bytes(&key(1), to, NOW - 1, [1; 16]);
+        let (_, result) = raw_challenge(&responder, first.clone()).await;
+        result.expect("accepted");
+        // A fresh challenge from another peer still gets in: the second
+        // stamped NOW - 1 is forgotten and becomes the floor...
+        let (answer, result) =
+            raw_challenge(&responder, challenge_bytes(&key(3), to, NOW, [2; 16])).await;
+        assert!(matches!(answer, HandshakeMessage::Response(_)));
+        result.expect("fresh challenge accepted while the cache is full");
+        assert_eq!(responder.nonce_cache_state(), (1, Some(NOW - 1)));
+        // ...so the replay of the forgotten nonce is refused, not accepted.
+        assert_refused(
+            raw_challenge(&responder, first).await,
+            RejectionReason::ReplayedNonce,
+        );
     })
     .await
     .expect("bounded");

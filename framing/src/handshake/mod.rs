@@ -11,7 +11,7 @@
 //!        |                                   2. audience is me / my service   -> InvalidAudience
 //!        |                                   3. |timestamp - now| <= max drift -> ClockDrift
 //!        |                                   4. (issuer, nonce) not seen       -> ReplayedNonce
-//!        |                                      (remembered for 2 x max drift)
+//!        |                                      (remembered until timestamp + max drift)
 //!        |<--------------- Response (141 B) --------------------|  signed {BLAKE3(challenge), now}
 //!        |         or      Rejection (14 B) {reason, now} ------|  and the responder closes
 //!   5. verify_strict(response signature)
@@ -28,8 +28,8 @@
 //! [`HandshakeConfig::timeout`].
 //!
 //! Replay protection: the responder remembers every accepted
-//! `(issuer, nonce)` in a [`NonceCache`] shared by all its connections, for
-//! twice the maximum drift, which is the whole window in which a recorded
+//! `(issuer, nonce)` in a [`NonceCache`] shared by all its connections, until
+//! the challenge's timestamp plus the maximum drift, which is the whole window in which a recorded
 //! challenge would still pass the drift check (see [`nonce_cache`]).
 //!
 //! Use the handshake through [`Connection::connect`] and
@@ -40,7 +40,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bijou_signing::{Digest, Identity, PeerId, SealError, Signed, VerifyError};
+use bijou_signing::{Digest, Identity, PeerId, SealError, Signed, Verified, VerifyError};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::Framed;
@@ -53,7 +53,7 @@ use crate::{prefix::LengthPrefix, FrameError, MessageCodec, SendError, DEFAULT_M
 
 pub mod nonce_cache;
 
-pub use nonce_cache::{NonceCache, NonceCacheFull, NonceCheck, DEFAULT_NONCE_CAPACITY};
+pub use nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
 
 /// Largest frame either side accepts before the handshake completes. The
 /// largest handshake message is a 158-byte challenge.
@@ -73,6 +73,65 @@ pub fn system_clock() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Where the handshake reads the time, in unix seconds: the system clock by
+/// default, or any function, so each responder, connection or test can
+/// have its own time (no global to fake, so tests with different clocks
+/// run in parallel).
+///
+/// ```
+/// use bijou_framing::handshake::Clock;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+///
+/// assert_eq!(Clock::fixed(1_700_000_000).now(), 1_700_000_000);
+/// let time = Arc::new(AtomicU64::new(5));
+/// let clock = Clock::from_fn({
+///     let time = time.clone();
+///     move || time.load(Ordering::Relaxed)
+/// });
+/// time.store(6, Ordering::Relaxed);
+/// assert_eq!(clock.now(), 6);
+/// ```
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> u64 + Send + Sync>);
+
+impl Clock {
+    /// The system clock ([`system_clock`]).
+    #[must_use]
+    pub fn system() -> Self {
+        Self::from_fn(system_clock)
+    }
+
+    /// A clock that always reads `unix_secs`.
+    #[must_use]
+    pub fn fixed(unix_secs: u64) -> Self {
+        Self::from_fn(move || unix_secs)
+    }
+
+    /// A clock reading `now()` from `f`.
+    pub fn from_fn(f: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The time, unix seconds.
+    #[must_use]
+    pub fn now(&self) -> u64 {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock(now = {})", self.now())
+    }
+}
+
 /// Settings shared by both sides of the handshake.
 ///
 /// ```
@@ -84,7 +143,7 @@ pub fn system_clock() -> u64 {
 /// config.max_frame_length = 1 << 20;
 /// assert_eq!(config.timeout, Duration::from_secs(10));
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HandshakeConfig {
     /// Largest accepted difference between a challenge's timestamp and the
@@ -95,8 +154,9 @@ pub struct HandshakeConfig {
     pub max_frame_length: usize,
     /// Bound on the whole handshake ([`DEFAULT_HANDSHAKE_TIMEOUT`]).
     pub timeout: Duration,
-    /// The clock, unix seconds ([`system_clock`]); replaceable in tests.
-    pub clock: fn() -> u64,
+    /// The clock, unix seconds ([`Clock::system`]); give each responder or
+    /// connection its own in tests.
+    pub clock: Clock,
 }
 
 impl Default for HandshakeConfig {
@@ -105,7 +165,7 @@ impl Default for HandshakeConfig {
             max_drift: DEFAULT_MAX_DRIFT,
             max_frame_length: DEFAULT_MAX_FRAME_LENGTH,
             timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            clock: system_clock,
+            clock: Clock::system(),
         }
     }
 }
@@ -171,10 +231,6 @@ pub enum HandshakeError {
         /// The digest in the response.
         found: Digest<Challenge>,
     },
-    /// (Responder) the nonce cache is full of unexpired nonces; the
-    /// challenge was refused without an answer (fail closed).
-    #[error(transparent)]
-    NonceCacheFull(#[from] NonceCacheFull),
     /// Our own message could not be sealed (the signer failed).
     #[error("could not sign the handshake message: {0}")]
     Seal(#[from] SealError),
@@ -197,6 +253,25 @@ pub struct Authenticated {
     pub remote_time: u64,
 }
 
+/// Why the responder refused a challenge: the reason it sends back, and
+/// the signature failure behind [`RejectionReason::InvalidSignature`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The reason sent to the peer.
+    pub reason: RejectionReason,
+    /// The signature failure, for [`RejectionReason::InvalidSignature`].
+    pub signature: Option<VerifyError>,
+}
+
+impl Refusal {
+    const fn because(reason: RejectionReason) -> Self {
+        Self {
+            reason,
+            signature: None,
+        }
+    }
+}
+
 /// The accepting side's state: configuration, identity checks and the
 /// replay cache, shared by every connection it accepts (clones share the
 /// cache).
@@ -204,7 +279,7 @@ pub struct Authenticated {
 /// ```
 /// use bijou_framing::handshake::{HandshakeConfig, Responder};
 /// let responder = Responder::new(HandshakeConfig::default()).with_discovery_id([7; 32]);
-/// assert_eq!(responder.nonce_retention_secs(), 1200); // 2 x 600 s
+/// assert_eq!(responder.max_drift_secs(), 600);
 /// ```
 #[derive(Debug, Clone)]
 pub struct Responder {
@@ -215,16 +290,17 @@ pub struct Responder {
 
 impl Responder {
     /// A responder that accepts challenges addressed to its own key, with a
-    /// nonce cache retaining nonces for `2 * config.max_drift`.
+    /// nonce cache of [`DEFAULT_NONCE_CAPACITY`] entries.
     #[must_use]
     pub fn new(config: HandshakeConfig) -> Self {
         Self::with_nonce_capacity(config, DEFAULT_NONCE_CAPACITY)
     }
 
-    /// Like [`Responder::new`] with a nonce cache of `capacity` entries.
+    /// Like [`Responder::new`] with a nonce cache of `capacity` entries
+    /// (see [`nonce_cache`] for how to size it against a flood).
     #[must_use]
     pub fn with_nonce_capacity(config: HandshakeConfig, capacity: usize) -> Self {
-        let cache = NonceCache::new(config.max_drift.saturating_mul(2), capacity);
+        let cache = NonceCache::new(config.max_drift, capacity);
         Self {
             config,
             discovery_id: None,
@@ -246,10 +322,18 @@ impl Responder {
         &self.config
     }
 
-    /// How long accepted nonces are remembered, in seconds.
+    /// The drift the replay cache covers, in seconds: a nonce is kept until
+    /// its challenge's timestamp plus this.
     #[must_use]
-    pub fn nonce_retention_secs(&self) -> u64 {
-        self.with_cache(|cache| cache.retention_secs())
+    pub fn max_drift_secs(&self) -> u64 {
+        self.with_cache(|cache| cache.max_drift_secs())
+    }
+
+    /// The replay cache's current size and floor (see
+    /// [`NonceCache::floor`]).
+    #[must_use]
+    pub fn nonce_cache_state(&self) -> (usize, Option<u64>) {
+        self.with_cache(|cache| (cache.len(), cache.floor()))
     }
 
     fn with_cache<R>(&self, f: impl FnOnce(&mut NonceCache) -> R) -> R {
@@ -262,41 +346,50 @@ impl Responder {
         f(&mut guard)
     }
 
-    /// The checks of step 1-4, in order. `Ok` carries the verified
-    /// challenge; `Err` the reason to send back.
-    fn check(
+    /// The responder's checks (steps 1-4 in the [module docs](self)), in
+    /// order, on a challenge received at `now` (unix seconds) by the peer
+    /// `me`: `verify_strict`, audience, drift, then the nonce, which is
+    /// remembered only if every other check passed. Without I/O, so a
+    /// driver over any transport (or a test) calls it directly.
+    ///
+    /// # Errors
+    ///
+    /// The [`Refusal`] to send back.
+    pub fn check_challenge(
         &self,
         me: PeerId,
         challenge: &Signed<Challenge>,
         now: u64,
-    ) -> Result<Checked, NonceCacheFull> {
-        let verified = match challenge.verify_strict() {
-            Ok(v) => v,
-            Err(e) => return Ok(Err((RejectionReason::InvalidSignature, Some(e)))),
-        };
+    ) -> Result<Verified<Challenge>, Refusal> {
+        let verified = challenge.verify_strict().map_err(|e| Refusal {
+            reason: RejectionReason::InvalidSignature,
+            signature: Some(e),
+        })?;
         let payload = verified.payload();
         let audience_ok = match payload.audience {
             Audience::Known(peer) => peer == me,
             Audience::Discover(id) => self.discovery_id == Some(id),
         };
         if !audience_ok {
-            return Ok(Err((RejectionReason::InvalidAudience, None)));
+            return Err(Refusal::because(RejectionReason::InvalidAudience));
         }
         if payload.timestamp.abs_diff(now) > self.config.max_drift.as_secs() {
-            return Ok(Err((RejectionReason::ClockDrift, None)));
+            return Err(Refusal::because(RejectionReason::ClockDrift));
         }
-        let issuer = verified.peer_id();
-        let nonce = payload.nonce;
-        match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, now))? {
-            NonceCheck::Fresh => Ok(Ok(verified)),
-            NonceCheck::Replayed => Ok(Err((RejectionReason::ReplayedNonce, None))),
+        let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
+        match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, ts, now)) {
+            NonceCheck::Fresh => Ok(verified),
+            NonceCheck::Replayed | NonceCheck::PossibleReplay => {
+                Err(Refusal::because(RejectionReason::ReplayedNonce))
+            }
+            // Refused before anything is remembered: to the peer this is its
+            // clock being too far ahead of ours, for now.
+            NonceCheck::OutsideWindow | NonceCheck::FutureUnderLoad => {
+                Err(Refusal::because(RejectionReason::ClockDrift))
+            }
         }
     }
 }
-
-/// The outcome of the responder's checks: the verified challenge, or the
-/// reason to send back (and the signature failure behind it, if any).
-type Checked = Result<bijou_signing::Verified<Challenge>, (RejectionReason, Option<VerifyError>)>;
 
 async fn next_message<T, P>(
     framed: &mut Framed<T, MessageCodec<P>>,
@@ -368,7 +461,7 @@ where
         .codec_mut()
         .set_max_frame_length(HANDSHAKE_MAX_FRAME_LENGTH);
     let nonce: [u8; 16] = rand::random();
-    let challenge = Challenge::new(audience, (config.clock)(), nonce);
+    let challenge = Challenge::new(audience, config.clock.now(), nonce);
     let expected = Response::for_challenge(&challenge, 0)
         .map_err(SealError::from)?
         .challenge_digest();
@@ -439,7 +532,7 @@ where
     framed
         .codec_mut()
         .set_max_frame_length(HANDSHAKE_MAX_FRAME_LENGTH);
-    let config = responder.config;
+    let config = responder.config();
     let me = signer.peer_id();
     let authenticated = bounded(config.timeout, async {
         let challenge = match next_message(framed, "challenge").await? {
@@ -457,8 +550,8 @@ where
                 })
             }
         };
-        let now = (config.clock)();
-        match responder.check(me, &challenge, now)? {
+        let now = config.clock.now();
+        match responder.check_challenge(me, &challenge, now) {
             Ok(verified) => {
                 let digest = verified.digest();
                 let response = Response::new(digest, now);
@@ -470,7 +563,7 @@ where
                     remote_time: verified.payload().timestamp,
                 })
             }
-            Err((reason, signature)) => {
+            Err(Refusal { reason, signature }) => {
                 let rejection = Rejection {
                     reason,
                     timestamp: now,

@@ -1,119 +1,168 @@
-//! [`NonceCache`]: the challenge nonces a responder has accepted, kept long
-//! enough that a replay inside the clock-drift window is always caught.
+//! [`NonceCache`]: the challenge nonces a responder has accepted, kept
+//! exactly as long as a replay could pass the drift check, in bounded
+//! memory, without ever locking honest peers out.
 //!
-//! # Why twice the drift
+//! # Retention covers the acceptance window, boundaries included
 //!
-//! A responder accepts a challenge whose timestamp `ts` is within
-//! `max_drift` of its own clock: `|ts - now| <= max_drift`. A recording of
-//! that challenge therefore stays acceptable until the responder's clock
-//! reaches `ts + max_drift`, which is at most `now + 2 * max_drift` after the
-//! first sighting. Remembering each nonce for `retention >= 2 * max_drift`
-//! from the moment it was first accepted covers that whole window. (A cache
-//! that keeps nonces for only `max_drift` forgets a nonce while a replay of
-//! it can still pass the drift check.)
+//! A responder accepts a challenge stamped `ts` while its own clock `now`
+//! satisfies `|ts - now| <= max_drift`. A recording of that challenge can
+//! therefore be replayed until `now = ts + max_drift` *inclusive*. The cache
+//! files each nonce under its challenge's timestamp and forgets the whole
+//! second `ts` only once `ts + max_drift < now`: from then on the drift
+//! check refuses every replay. (Keying retention on the timestamp rather
+//! than on the moment of first sight makes it exact whatever the
+//! challenger's clock offset.)
 //!
 //! ```text
-//!   ts - drift          ts           ts + drift
-//!   ----|---------------|---------------|------------>  responder clock
-//!       ^ first sighting (earliest)      ^ last moment a replay passes the drift check
-//!       \________ 2 * max_drift ________/
+//!   ts - drift              ts               ts + drift   ts + drift + 1
+//!   ----|--------------------|--------------------|-------------|-----> responder clock
+//!       \___ a challenge stamped ts passes the drift check ___/ ^ forgotten here
 //! ```
 //!
-//! # Bounded memory
+//! # Bounded memory without lockout
 //!
-//! Entries are kept in insertion order with their expiry. Every insertion
-//! first evicts the expired ones from the front. If the cache is still at
-//! capacity, the insertion is refused ([`NonceCacheFull`]): forgetting a
-//! live nonce would re-open the replay window, so the cache fails closed
-//! and the handshake is refused instead.
+//! Each entry is a 64-bit SipHash of `(issuer, nonce)` under a key chosen at
+//! random when the cache is made (so nobody can aim for collisions), filed
+//! in a per-second bucket. At most [`NonceCache::capacity`] entries are
+//! held. Anyone can mint keys and sign valid challenges, so a flood can
+//! fill any capacity; refusing everything once full (what this cache did
+//! before) locks honest peers out for up to `2 * max_drift`. Instead:
+//!
+//! 1. **Future stamps are admitted only while there is room.** Once the
+//!    cache is 7/8 full, a challenge stamped ahead of the responder's clock
+//!    is refused before anything is remembered
+//!    ([`NonceCheck::FutureUnderLoad`]). A future-stamped nonce would have
+//!    to be kept longest, and forgetting one later would mean refusing its
+//!    whole second when honest clocks reach it, so such nonces are never
+//!    accepted and then forgotten.
+//! 2. **When full, the oldest second is forgotten** and becomes a `floor`:
+//!    every later challenge stamped at or before it is refused as a possible
+//!    replay ([`NonceCheck::PossibleReplay`]). The last eighth of the cache
+//!    only ever fills with challenges stamped at or before `now`, so the
+//!    forgotten second is in the past, and a peer whose clock agrees with
+//!    the responder's keeps getting in.
+//!
+//! So **no replay is ever accepted** (a replay carries its original
+//! timestamp, which is either still remembered or at or below the floor),
+//! and **peers with accurate clocks are never locked out**, whatever the
+//! flood stamps its challenges with; the one exception would be a flood of
+//! more than an eighth of the capacity per second stamped exactly `now`
+//! (262,144 challenges per second for the default capacity, about ten
+//! cores' worth of signature verification). Under a flood the acceptance
+//! window narrows to about `capacity / rate` seconds into the past and to
+//! `now` on the future side; the floor lifts once `floor + max_drift < now`.
+//!
+//! **Sizing.** With `capacity >= flood rate x 2 x max_drift x 8/7` the
+//! window never narrows, and every peer within the drift gets in.
+//! Memory: at most [`NonceCache::BYTES_PER_ENTRY`] (24) bytes per entry,
+//! plus [`NonceCache::BYTES_PER_SECOND`] (160) per timestamp second held,
+//! plus [`NonceCache::BASE_BYTES`] (2 KiB) (measured by
+//! `framing/tests/nonce_cache_memory.rs`; about 15 B per entry in a full
+//! cache), so the default [`DEFAULT_NONCE_CAPACITY`] of 2^21 entries stays
+//! under 49 MiB with a 600 s drift.
 //!
 //! ```
-//! use bijou_framing::handshake::{NonceCache, NonceCacheFull, NonceCheck};
+//! use bijou_framing::handshake::{NonceCache, NonceCheck};
 //! use bijou_signing::PeerId;
 //! use std::time::Duration;
 //!
 //! let peer = PeerId::from_bytes([1; 32]);
-//! let mut cache = NonceCache::new(Duration::from_secs(1200), 2);
-//! assert_eq!(cache.check_and_insert(peer, [7; 16], 1_000), Ok(NonceCheck::Fresh));
-//! assert_eq!(cache.check_and_insert(peer, [7; 16], 1_500), Ok(NonceCheck::Replayed));
-//! assert_eq!(cache.check_and_insert(peer, [8; 16], 1_500), Ok(NonceCheck::Fresh));
-//! // Full, and nothing has expired yet: fail closed.
-//! assert!(matches!(cache.check_and_insert(peer, [9; 16], 1_500), Err(NonceCacheFull { .. })));
-//! // 1200 s after the first sighting, the first entry expires.
-//! assert_eq!(cache.check_and_insert(peer, [9; 16], 2_200), Ok(NonceCheck::Fresh));
+//! let mut cache = NonceCache::new(Duration::from_secs(600), 2);
+//! assert_eq!(cache.check_and_insert(peer, [7; 16], 1_000, 1_000), NonceCheck::Fresh);
+//! // A replay at the last second the drift check would let it through.
+//! assert_eq!(cache.check_and_insert(peer, [7; 16], 1_000, 1_600), NonceCheck::Replayed);
+//! // Full (2 of 2): the oldest second, 1_000, is forgotten and becomes the
+//! // floor; a fresh challenge stamped 1_001 still gets in...
+//! assert_eq!(cache.check_and_insert(peer, [8; 16], 1_000, 1_600), NonceCheck::Fresh);
+//! assert_eq!(cache.check_and_insert(peer, [9; 16], 1_001, 1_600), NonceCheck::Fresh);
+//! assert_eq!(cache.floor(), Some(1_000));
+//! // ...and a replay from the forgotten second is refused, never accepted.
+//! assert_eq!(cache.check_and_insert(peer, [7; 16], 1_000, 1_600), NonceCheck::PossibleReplay);
+//! // Under load, a challenge stamped ahead of our clock is not admitted.
+//! assert_eq!(cache.check_and_insert(peer, [10; 16], 1_700, 1_600), NonceCheck::FutureUnderLoad);
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashSet};
+use std::hash::Hasher;
 use std::time::Duration;
 
 use bijou_signing::PeerId;
+use siphasher::sip::SipHasher13;
 
-/// Default number of nonces a cache holds.
-pub const DEFAULT_NONCE_CAPACITY: usize = 100_000;
+/// Default number of nonces a cache holds: 2^21 (under 48 MiB).
+pub const DEFAULT_NONCE_CAPACITY: usize = 1 << 21;
 
 /// What [`NonceCache::check_and_insert`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NonceCheck {
-    /// Not seen within the retention window; now remembered.
+    /// Not seen while it could be replayed; now remembered.
     Fresh,
-    /// Seen before and not yet expired: a replay.
+    /// Seen before, and still inside the drift window: a replay.
     Replayed,
+    /// Stamped at or before a second the cache had to forget under load:
+    /// it may be a replay of a forgotten nonce, so it is refused.
+    PossibleReplay,
+    /// Stamped ahead of the responder's clock while the cache is 7/8 full:
+    /// refused before anything is remembered (see the [module docs](self)).
+    FutureUnderLoad,
+    /// Stamped outside `now +- max_drift`: the drift check refuses it, and
+    /// nothing is remembered.
+    OutsideWindow,
 }
-
-/// The cache is full of unexpired nonces; the challenge must be refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("nonce cache is full ({capacity} unexpired nonces)")]
-pub struct NonceCacheFull {
-    /// The cache's capacity.
-    pub capacity: usize,
-}
-
-type Key = (PeerId, [u8; 16]);
 
 /// Remembers accepted `(issuer, nonce)` pairs; see the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct NonceCache {
-    retention_secs: u64,
+    max_drift: u64,
     capacity: usize,
-    /// Key -> expiry (unix seconds).
-    seen: HashMap<Key, u64>,
-    /// Keys in insertion order with their expiry (non-decreasing, because
-    /// `now` is clamped to be monotonic).
-    order: VecDeque<(u64, Key)>,
-    /// The latest `now` seen, so a clock step backwards cannot shorten
+    key: (u64, u64),
+    /// Challenge timestamp (unix seconds) -> keyed hashes of its nonces.
+    buckets: BTreeMap<u64, HashSet<u64>>,
+    len: usize,
+    /// Challenges stamped at or before this were possibly forgotten.
+    floor: Option<u64>,
+    /// The latest `now` seen, so a clock stepping back cannot shorten
     /// retention.
     latest: u64,
 }
 
 impl NonceCache {
-    /// A cache that remembers each nonce for `retention` (rounded up to
-    /// whole seconds) and holds at most `capacity` of them.
+    /// Heap bytes per entry (an 8-byte hash in a hash set, load factor and
+    /// growth included). With [`NonceCache::BYTES_PER_SECOND`], the stated
+    /// bound: heap <= `BASE_BYTES + BYTES_PER_ENTRY x entries +
+    /// BYTES_PER_SECOND x (2 x max_drift + 1)`, checked by
+    /// `framing/tests/nonce_cache_memory.rs`.
+    pub const BYTES_PER_ENTRY: usize = 24;
+
+    /// Heap bytes of a cache holding anything at all (the first tree node).
+    pub const BASE_BYTES: usize = 2048;
+
+    /// Heap bytes per distinct timestamp second held (its bucket's fixed
+    /// cost); there are at most `2 x max_drift + 1` of them.
+    pub const BYTES_PER_SECOND: usize = 160;
+
+    /// A cache for a responder that allows `max_drift` (rounded up to whole
+    /// seconds), holding at most `capacity` nonces.
     #[must_use]
-    pub fn new(retention: Duration, capacity: usize) -> Self {
-        let retention_secs = retention
+    pub fn new(max_drift: Duration, capacity: usize) -> Self {
+        let max_drift = max_drift
             .as_secs()
-            .saturating_add(u64::from(retention.subsec_nanos() > 0));
+            .saturating_add(u64::from(max_drift.subsec_nanos() > 0));
         Self {
-            retention_secs,
-            capacity,
-            seen: HashMap::new(),
-            order: VecDeque::new(),
+            max_drift,
+            capacity: capacity.max(1),
+            key: (rand::random(), rand::random()),
+            buckets: BTreeMap::new(),
+            len: 0,
+            floor: None,
             latest: 0,
         }
     }
 
-    /// A cache for a responder that allows `max_drift`: retention is
-    /// `2 * max_drift` (the minimum that catches every replay), with
-    /// [`DEFAULT_NONCE_CAPACITY`].
+    /// The drift the cache's retention covers, in seconds.
     #[must_use]
-    pub fn for_max_drift(max_drift: Duration) -> Self {
-        Self::new(max_drift.saturating_mul(2), DEFAULT_NONCE_CAPACITY)
-    }
-
-    /// How long a nonce is remembered, in seconds.
-    #[must_use]
-    pub fn retention_secs(&self) -> u64 {
-        self.retention_secs
+    pub fn max_drift_secs(&self) -> u64 {
+        self.max_drift
     }
 
     /// The most nonces held at once.
@@ -126,56 +175,106 @@ impl NonceCache {
     /// yet).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.seen.len()
+        self.len
     }
 
     /// Whether the cache holds no nonce.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
+        self.len == 0
     }
 
-    /// Evicts every entry that expired at or before `now` (unix seconds).
+    /// The floor, if a flood made the cache forget a second that could
+    /// still be replayed: challenges stamped at or before it are refused.
+    #[must_use]
+    pub fn floor(&self) -> Option<u64> {
+        self.floor
+    }
+
+    /// Forgets every second whose challenges can no longer pass the drift
+    /// check at `now` (`ts + max_drift < now`), and lifts bounds that the
+    /// drift check now covers.
     pub fn evict_expired(&mut self, now: u64) {
         let now = self.observe(now);
-        while let Some(&(expiry, key)) = self.order.front() {
-            if expiry > now {
+        while let Some((&ts, _)) = self.buckets.first_key_value() {
+            if ts.saturating_add(self.max_drift) >= now {
                 break;
             }
-            self.order.pop_front();
-            self.seen.remove(&key);
+            if let Some((_, bucket)) = self.buckets.pop_first() {
+                self.len -= bucket.len();
+            }
+        }
+        if self
+            .floor
+            .is_some_and(|floor| floor.saturating_add(self.max_drift) < now)
+        {
+            self.floor = None;
         }
     }
 
-    /// Checks `(issuer, nonce)` at `now` (unix seconds): a replay if it was
-    /// remembered and has not expired; otherwise remembers it until
-    /// `now + retention`.
-    ///
-    /// # Errors
-    ///
-    /// [`NonceCacheFull`] if the nonce is new but the cache holds
-    /// `capacity` unexpired nonces. Nothing is inserted.
+    /// Checks the nonce of a challenge by `issuer` stamped `timestamp`, at
+    /// responder time `now` (unix seconds), and remembers it if it is new.
     pub fn check_and_insert(
         &mut self,
         issuer: PeerId,
         nonce: [u8; 16],
+        timestamp: u64,
         now: u64,
-    ) -> Result<NonceCheck, NonceCacheFull> {
+    ) -> NonceCheck {
         self.evict_expired(now);
         let now = self.latest;
-        let key = (issuer, nonce);
-        if self.seen.contains_key(&key) {
-            return Ok(NonceCheck::Replayed);
+        if timestamp.abs_diff(now) > self.max_drift {
+            return NonceCheck::OutsideWindow;
         }
-        if self.seen.len() >= self.capacity {
-            return Err(NonceCacheFull {
-                capacity: self.capacity,
-            });
+        if self.below_floor(timestamp) {
+            return NonceCheck::PossibleReplay;
         }
-        let expiry = now.saturating_add(self.retention_secs);
-        self.seen.insert(key, expiry);
-        self.order.push_back((expiry, key));
-        Ok(NonceCheck::Fresh)
+        let hash = self.hash(&issuer, &nonce);
+        if self
+            .buckets
+            .get(&timestamp)
+            .is_some_and(|bucket| bucket.contains(&hash))
+        {
+            return NonceCheck::Replayed;
+        }
+        if timestamp > now && self.len >= self.future_limit() {
+            return NonceCheck::FutureUnderLoad;
+        }
+        while self.len >= self.capacity {
+            self.forget_oldest();
+        }
+        // Forgetting may have raised the floor to this timestamp.
+        if self.below_floor(timestamp) {
+            return NonceCheck::PossibleReplay;
+        }
+        self.buckets.entry(timestamp).or_default().insert(hash);
+        self.len += 1;
+        NonceCheck::Fresh
+    }
+
+    /// Entries above which future-stamped challenges are not admitted: 7/8
+    /// of the capacity, so the rest only holds stamps at or before `now`.
+    fn future_limit(&self) -> usize {
+        self.capacity - self.capacity / 8
+    }
+
+    fn below_floor(&self, timestamp: u64) -> bool {
+        self.floor.is_some_and(|floor| timestamp <= floor)
+    }
+
+    /// Forgets the oldest second and raises the floor to it.
+    fn forget_oldest(&mut self) {
+        if let Some((ts, bucket)) = self.buckets.pop_first() {
+            self.floor = Some(self.floor.map_or(ts, |floor| floor.max(ts)));
+            self.len -= bucket.len();
+        }
+    }
+
+    fn hash(&self, issuer: &PeerId, nonce: &[u8; 16]) -> u64 {
+        let mut hasher = SipHasher13::new_with_keys(self.key.0, self.key.1);
+        hasher.write(issuer.as_bytes());
+        hasher.write(nonce);
+        hasher.finish()
     }
 
     fn observe(&mut self, now: u64) -> u64 {
@@ -190,31 +289,58 @@ mod tests {
 
     const PEER: PeerId = PeerId::from_bytes([3; 32]);
 
+    fn nonce(i: u64) -> [u8; 16] {
+        let mut n = [0u8; 16];
+        n[..8].copy_from_slice(&i.to_be_bytes());
+        n
+    }
+
+    /// The whole acceptance window at 1 s steps, with the challenger's clock
+    /// at both extremes of the drift and in the middle: every replay the
+    /// drift check lets through is caught, and the nonce is forgotten only
+    /// when the drift check refuses it.
     #[test]
-    fn replay_inside_the_whole_drift_window_is_caught() {
+    fn retention_covers_the_whole_window_boundaries_included() {
         let drift = 600;
-        let mut cache = NonceCache::for_max_drift(Duration::from_secs(drift));
-        assert_eq!(cache.retention_secs(), 2 * drift);
-        // Challenge stamped ts = 10_000 + drift (client clock ahead), first
-        // seen at server time 10_000; it passes the drift check until
-        // server time ts + drift = 10_000 + 2 * drift.
-        let first = 10_000;
-        assert_eq!(
-            cache.check_and_insert(PEER, [1; 16], first),
-            Ok(NonceCheck::Fresh)
-        );
-        for t in [first, first + drift, first + 2 * drift - 1] {
+        let first_seen: u64 = 100_000;
+        for offset in [-600i64, -1, 0, 1, 600] {
+            let ts = first_seen.checked_add_signed(offset).unwrap();
+            let mut cache = NonceCache::new(Duration::from_secs(drift), 1 << 16);
             assert_eq!(
-                cache.check_and_insert(PEER, [1; 16], t),
-                Ok(NonceCheck::Replayed),
-                "at {t}"
+                cache.check_and_insert(PEER, [1; 16], ts, first_seen),
+                NonceCheck::Fresh
             );
+            // Every second a replay passes the drift check, the cache
+            // catches it; the first second it does not, the cache forgets.
+            for now in first_seen..=ts + drift + 1 {
+                let passes_drift = ts.abs_diff(now) <= drift;
+                let expected = if passes_drift {
+                    NonceCheck::Replayed
+                } else {
+                    NonceCheck::OutsideWindow
+                };
+                assert_eq!(
+                    cache.check_and_insert(PEER, [1; 16], ts, now),
+                    expected,
+                    "stamped {ts}, replayed at {now}"
+                );
+            }
+            assert!(cache.is_empty(), "forgotten once outside the window");
         }
-        // Once the window is over, the drift check rejects the replay; the
-        // cache may forget it.
+    }
+
+    #[test]
+    fn the_replay_the_old_cache_accepted_is_caught() {
+        // Stamped first_seen + 600, replayed at first_seen + 1200: the drift
+        // check passes (exactly 600 s), so the cache must still know it.
+        let mut cache = NonceCache::new(Duration::from_secs(600), 10);
         assert_eq!(
-            cache.check_and_insert(PEER, [1; 16], first + 2 * drift),
-            Ok(NonceCheck::Fresh)
+            cache.check_and_insert(PEER, [1; 16], 10_600, 10_000),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            cache.check_and_insert(PEER, [1; 16], 10_600, 11_200),
+            NonceCheck::Replayed
         );
     }
 
@@ -223,58 +349,107 @@ mod tests {
         let mut cache = NonceCache::new(Duration::from_secs(10), 10);
         let other = PeerId::from_bytes([4; 32]);
         assert_eq!(
-            cache.check_and_insert(PEER, [1; 16], 0),
-            Ok(NonceCheck::Fresh)
+            cache.check_and_insert(PEER, [1; 16], 0, 0),
+            NonceCheck::Fresh
         );
         assert_eq!(
-            cache.check_and_insert(other, [1; 16], 0),
-            Ok(NonceCheck::Fresh)
+            cache.check_and_insert(other, [1; 16], 0, 0),
+            NonceCheck::Fresh
         );
         assert_eq!(cache.len(), 2);
     }
 
     #[test]
-    fn memory_is_bounded_and_expired_entries_are_evicted() {
+    fn a_full_cache_forgets_the_oldest_second_and_never_accepts_its_replays() {
         let mut cache = NonceCache::new(Duration::from_secs(10), 100);
-        for i in 0..100u8 {
+        let now = 1_000;
+        // A flood stamped 10 s in the past fills the cache.
+        for i in 0..100 {
             assert_eq!(
-                cache.check_and_insert(PEER, [i; 16], 5),
-                Ok(NonceCheck::Fresh)
+                cache.check_and_insert(PEER, nonce(i), now - 10, now),
+                NonceCheck::Fresh
             );
         }
+        // A fresh challenge stamped now still gets in: the past second is
+        // forgotten and becomes the floor.
         assert_eq!(
-            cache.check_and_insert(PEER, [200; 16], 14),
-            Err(NonceCacheFull { capacity: 100 })
+            cache.check_and_insert(PEER, nonce(1_000), now, now),
+            NonceCheck::Fresh
         );
-        assert_eq!(cache.len(), 100);
-        assert_eq!(
-            cache.check_and_insert(PEER, [200; 16], 15),
-            Ok(NonceCheck::Fresh)
-        );
+        assert_eq!(cache.floor(), Some(now - 10));
         assert_eq!(cache.len(), 1);
+        // Replays of the forgotten nonces are refused, not accepted: by the
+        // floor while the drift check would let them through, then by the
+        // drift check.
+        for i in 0..100 {
+            assert_eq!(
+                cache.check_and_insert(PEER, nonce(i), now - 10, now),
+                NonceCheck::PossibleReplay
+            );
+        }
+        for i in 0..100 {
+            assert_eq!(
+                cache.check_and_insert(PEER, nonce(i), now - 10, now + 1),
+                NonceCheck::OutsideWindow
+            );
+        }
+        assert_eq!(cache.floor(), None, "lifted once the drift check covers it");
+    }
+
+    #[test]
+    fn future_stamps_fill_at_most_seven_eighths_and_are_never_forgotten() {
+        let mut cache = NonceCache::new(Duration::from_secs(10), 80);
+        let now = 1_000;
+        let mut admitted = 0;
+        for i in 0..200 {
+            match cache.check_and_insert(PEER, nonce(i), now + 10, now) {
+                NonceCheck::Fresh => admitted += 1,
+                other => assert_eq!(other, NonceCheck::FutureUnderLoad),
+            }
+        }
+        assert_eq!(admitted, 70);
+        // Challenges stamped now (or earlier) use the rest, and once that is
+        // full too, only past seconds are forgotten: while their stamp is
+        // ahead of the clock, the future-stamped nonces stay.
+        for s in 0..10 {
+            for i in 0..5 {
+                assert_eq!(
+                    cache.check_and_insert(PEER, nonce(10_000 + 100 * s + i), now + s, now + s),
+                    NonceCheck::Fresh,
+                    "second {s}"
+                );
+            }
+            assert!(cache.floor().is_none_or(|floor| floor < now + s));
+        }
+        // Every future-stamped nonce that was admitted is still known.
+        for i in 0..70 {
+            assert_eq!(
+                cache.check_and_insert(PEER, nonce(i), now + 10, now + 9),
+                NonceCheck::Replayed
+            );
+        }
     }
 
     #[test]
     fn a_clock_stepping_back_does_not_shorten_retention() {
         let mut cache = NonceCache::new(Duration::from_secs(10), 10);
         assert_eq!(
-            cache.check_and_insert(PEER, [1; 16], 100),
-            Ok(NonceCheck::Fresh)
+            cache.check_and_insert(PEER, [1; 16], 100, 100),
+            NonceCheck::Fresh
         );
         assert_eq!(
-            cache.check_and_insert(PEER, [2; 16], 50),
-            Ok(NonceCheck::Fresh)
+            cache.check_and_insert(PEER, [1; 16], 100, 50),
+            NonceCheck::Replayed
         );
-        // [2] was stamped with the monotonic clock (100), so it lives to 110.
         assert_eq!(
-            cache.check_and_insert(PEER, [2; 16], 109),
-            Ok(NonceCheck::Replayed)
+            cache.check_and_insert(PEER, [1; 16], 100, 110),
+            NonceCheck::Replayed
         );
     }
 
     #[test]
-    fn sub_second_retention_rounds_up() {
+    fn sub_second_drift_rounds_up() {
         let cache = NonceCache::new(Duration::from_millis(1500), 1);
-        assert_eq!(cache.retention_secs(), 2);
+        assert_eq!(cache.max_drift_secs(), 2);
     }
 }
