@@ -65,7 +65,10 @@ use crate::handshake::{self, Authenticated, HandshakeConfig, HandshakeError, Res
 use crate::message::{
     Audience, HandshakeMessage, Message, MessageError, SyncMessage, VerifiedItem, VerifyItemError,
 };
-use crate::{prefix::LengthPrefix, FrameError, MessageCodec, MessageFrame, SendError};
+use crate::verify_budget::Bucket;
+use crate::{
+    prefix::LengthPrefix, FrameError, MessageCodec, MessageFrame, SendError, VerifyBudget,
+};
 
 /// A sync message whose signed items all verified.
 #[derive(Debug, Clone)]
@@ -133,12 +136,60 @@ fn verify(frame: MessageFrame) -> Received {
     }
 }
 
+/// Signed items verified between two looks at the budget.
+const VERIFY_CHUNK: usize = 256;
+
+/// [`verify`], paced by the connection's verification budget: before each
+/// chunk of signed items, wait until the budget allows it. Stops at the
+/// first item that fails.
+async fn verify_paced(frame: MessageFrame, budget: &mut Bucket) -> Received {
+    let message = match frame.message {
+        Ok(Message::Sync(message)) => message,
+        other => {
+            return verify(MessageFrame {
+                bytes: frame.bytes,
+                message: other,
+            })
+        }
+    };
+    let total = message.signed_item_count();
+    let mut items = Vec::with_capacity(total);
+    let mut failed = None;
+    {
+        let mut each = message.verify_each();
+        let mut done = 0;
+        while done < total && failed.is_none() {
+            let chunk = VERIFY_CHUNK.min(total - done);
+            budget.spend(chunk).await;
+            for result in each.by_ref().take(chunk) {
+                match result {
+                    Ok(item) => items.push(item),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            done += chunk;
+        }
+    }
+    let result = match failed {
+        Some(e) => Err(Rejected::Verify(e)),
+        None => Ok(VerifiedMessage { message, items }),
+    };
+    Received {
+        frame: frame.bytes,
+        result,
+    }
+}
+
 /// An authenticated connection; see the [module docs](self).
 #[derive(Debug)]
 pub struct Connection<T, P> {
     framed: Framed<T, MessageCodec<P>>,
     local: PeerId,
     remote: Authenticated,
+    budget: Bucket,
 }
 
 impl<T, P> Connection<T, P>
@@ -165,6 +216,7 @@ where
             framed,
             local: signer.peer_id(),
             remote,
+            budget: Bucket::new(VerifyBudget::DEFAULT),
         })
     }
 
@@ -187,6 +239,7 @@ where
             framed,
             local: signer.peer_id(),
             remote,
+            budget: Bucket::new(VerifyBudget::DEFAULT),
         })
     }
 
@@ -271,8 +324,15 @@ where
     pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
         match self.framed.next().await {
             None => Ok(None),
-            Some(frame) => Ok(Some(verify(frame?))),
+            Some(frame) => Ok(Some(verify_paced(frame?, &mut self.budget).await)),
         }
+    }
+
+    /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
+    /// set): how many signatures this connection's peer may make us verify
+    /// per second.
+    pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
+        self.budget.set_budget(budget);
     }
 
     /// Splits into a sending and a receiving half that can be used from two
@@ -285,6 +345,7 @@ where
             ConnectionReceiver {
                 stream,
                 remote: self.remote,
+                budget: self.budget,
             },
         )
     }
@@ -354,6 +415,7 @@ where
 pub struct ConnectionReceiver<T, P> {
     stream: SplitStream<Framed<T, MessageCodec<P>>>,
     remote: Authenticated,
+    budget: Bucket,
 }
 
 impl<T, P> ConnectionReceiver<T, P>
@@ -367,6 +429,11 @@ where
         self.remote.peer
     }
 
+    /// See [`Connection::set_verify_budget`].
+    pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
+        self.budget.set_budget(budget);
+    }
+
     /// See [`Connection::recv`].
     ///
     /// # Errors
@@ -375,7 +442,7 @@ where
     pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
         match self.stream.next().await {
             None => Ok(None),
-            Some(frame) => Ok(Some(verify(frame?))),
+            Some(frame) => Ok(Some(verify_paced(frame?, &mut self.budget).await)),
         }
     }
 }

@@ -84,6 +84,7 @@ pub mod message_codec;
 // Peers: handshake and authenticated connections.
 pub mod connection;
 pub mod handshake;
+pub mod verify_budget;
 
 pub use bijou_codec::Wire;
 pub use builder::Builder;
@@ -93,3 +94,4 @@ pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
 pub use handshake::{HandshakeConfig, HandshakeError, Responder};
 pub use message::{HandshakeMessage, Message, MessageError, SyncMessage};
 pub use message_codec::{MessageCodec, MessageFrame, SendError};
+pub use verify_budget::VerifyBudget;

@@ -634,3 +634,47 @@ fn theirs_truncate_counts_ours_refuse_to_encode() {
     commit.encode_fields(&mut fields);
     assert_eq!(fields[96], 0, "their parent count wrapped to 0");
 }
+
+/// A diff that carries one signed commit twice: theirs accepts it (and
+/// would verify the same signature twice); ours refuses the repeat when
+/// decoding, so verification work never exceeds the distinct items.
+#[test]
+fn theirs_accept_ours_reject_a_repeated_signed_item_because_each_copy_costs_a_verification() {
+    let msg = fixed_commit_message(1, 1, 16);
+    let SyncMessage::LooseCommit(blob_message) = &msg else {
+        unreachable!()
+    };
+    let item = blob_message.item.clone();
+    let tree = blob_message.id;
+    let one = SyncMessage::BatchSyncResponse(ours::BatchSyncResponse {
+        requestor: peer_of(1),
+        nonce: 7,
+        id: tree,
+        result: ours::SyncResult::Ok(ours::SyncDiff::new(vec![item.clone()], vec![], [], [])),
+        responder_heads: ours::RemoteHeads::default(),
+    });
+    // The constructor keeps one copy: a diff is a set of signed items.
+    let twice = ours::SyncDiff::new(vec![item.clone(), item.clone()], vec![], [], []);
+    assert_eq!(twice.commits().len(), 1);
+    // Hand-build the wire form with the item twice: count 2, item, item.
+    let wire = one.encode().unwrap().to_vec();
+    let counts_at = 9 + 32 + 8 + 32 + 1;
+    let item_bytes = item.encode().unwrap();
+    let items_at = counts_at + 8;
+    let mut doubled = wire[..items_at].to_vec();
+    doubled[counts_at..counts_at + 2].copy_from_slice(&2u16.to_be_bytes());
+    doubled.extend_from_slice(&item_bytes);
+    doubled.extend_from_slice(&wire[items_at..]);
+    fix_total_size(&mut doubled);
+    let theirs_decoded = theirs::SyncMessage::try_decode(&doubled).expect("theirs accept it");
+    assert_eq!(theirs_decoded.encode(), doubled);
+    assert_eq!(
+        decode_ours(&doubled).unwrap_err(),
+        MessageError::DuplicateItem {
+            field: "commits",
+            index: 1,
+            first: 0,
+            offset: items_at + item_bytes.len(),
+        }
+    );
+}

@@ -37,6 +37,19 @@ pub enum MessageError {
         /// Where it is.
         offset: usize,
     },
+    /// A diff carries the same signed payload twice (non-canonical: a diff
+    /// is a set, and each copy would cost a verification).
+    #[error("{field} item {index} at offset {offset} repeats item {first}")]
+    DuplicateItem {
+        /// `"commits"` or `"fragments"`.
+        field: &'static str,
+        /// The repeat's index in the list.
+        index: usize,
+        /// The index of its first occurrence.
+        first: usize,
+        /// Where the repeat starts.
+        offset: usize,
+    },
     /// An embedded signed payload is malformed. Offsets inside `source`
     /// are absolute in the frame, like every other offset.
     #[error("signed payload at offset {offset}: {source}")]

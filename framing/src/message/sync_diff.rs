@@ -12,11 +12,18 @@
 //!   +-------------------------------------------------------+
 //! ```
 //!
-//! The signed items keep their order (each is one exact byte string); the
-//! fingerprint lists are sets and travel strictly ascending.
+//! The signed items keep their order (each is one exact byte string), and
+//! each signed payload appears at most once: a diff is a set, and every copy
+//! would cost the receiver one more signature verification for one
+//! signature's worth of sender effort. The decoder rejects a repeat
+//! ([`MessageError::DuplicateItem`]) and [`SyncDiff::new`] drops repeats,
+//! so verifying a diff costs at most one `verify_strict` per distinct item.
+//! The fingerprint lists are sets too and travel strictly ascending.
 
 use bijou_codec::{Reader, Wire, WriteError, Writer};
-use bytes::BufMut;
+use std::collections::{HashMap, HashSet};
+
+use bytes::{BufMut, Bytes};
 
 use super::{
     fields::{read_sorted, sorted_unique, write_fingerprints},
@@ -39,7 +46,8 @@ pub struct SyncDiff {
 }
 
 impl SyncDiff {
-    /// A diff; the fingerprint lists are sorted and deduplicated.
+    /// A diff; a signed payload given twice is kept once (the first time),
+    /// and the fingerprint lists are sorted and deduplicated.
     #[must_use]
     pub fn new(
         commits: Vec<SignedItem<LooseCommit>>,
@@ -48,8 +56,8 @@ impl SyncDiff {
         requested_fragments: impl IntoIterator<Item = Fingerprint>,
     ) -> Self {
         Self {
-            commits,
-            fragments,
+            commits: first_of_each(commits),
+            fragments: first_of_each(fragments),
             requested_commits: sorted_unique(requested_commits),
             requested_fragments: sorted_unique(requested_fragments),
         }
@@ -100,8 +108,8 @@ impl Wire for SyncDiff {
         let fragment_count = r.u16("fragment_count")?;
         let requested_commit_count = r.u16("requested_commit_count")?;
         let requested_fragment_count = r.u16("requested_fragment_count")?;
-        let commits = read_items(r, commit_count, MIN_COMMIT_ITEM)?;
-        let fragments = read_items(r, fragment_count, MIN_FRAGMENT_ITEM)?;
+        let commits = read_items(r, "commits", commit_count, MIN_COMMIT_ITEM)?;
+        let fragments = read_items(r, "fragments", fragment_count, MIN_FRAGMENT_ITEM)?;
         let requested_commits =
             read_sorted::<8, _>(r, "requested_commits", requested_commit_count.into())?;
         let requested_fragments =
@@ -115,16 +123,83 @@ impl Wire for SyncDiff {
     }
 }
 
-/// Reads `count` signed items. Each needs at least `min_len` bytes, so the
-/// capacity is bounded by what the remaining input could hold.
+/// Reads `count` signed items, refusing a signed payload seen before in
+/// the list. Each item needs at least `min_len` bytes, so the capacity is
+/// bounded by what the remaining input could hold.
 fn read_items<T: bijou_signing::Payload>(
     r: &mut Reader<'_>,
+    field: &'static str,
     count: u16,
     min_len: usize,
 ) -> Result<Vec<SignedItem<T>>, MessageError> {
-    let mut items = Vec::with_capacity(usize::from(count).min(r.remaining() / min_len));
-    for _ in 0..count {
-        items.push(SignedItem::read_from(r)?);
+    let capacity = usize::from(count).min(r.remaining() / min_len);
+    let mut items = Vec::with_capacity(capacity);
+    let mut seen: HashMap<Bytes, usize> = HashMap::with_capacity(capacity);
+    for index in 0..usize::from(count) {
+        let offset = r.offset();
+        let item = SignedItem::<T>::read_from(r)?;
+        if let Some(&first) = seen.get(item.signed().as_bytes()) {
+            return Err(MessageError::DuplicateItem {
+                field,
+                index,
+                first,
+                offset,
+            });
+        }
+        seen.insert(item.signed().to_bytes(), index);
+        items.push(item);
     }
     Ok(items)
+}
+
+/// Keeps the first item of each distinct signed payload, in order.
+fn first_of_each<T>(items: Vec<SignedItem<T>>) -> Vec<SignedItem<T>> {
+    let mut seen = HashSet::with_capacity(items.len());
+    items
+        .into_iter()
+        .filter(|item| seen.insert(item.signed().to_bytes()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use bijou_codec::Wire;
+    use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed};
+
+    use super::*;
+    use crate::message::{CommitId, SedimentreeId};
+
+    fn item(head: u8) -> SignedItem<LooseCommit> {
+        let blob = Blob::from_static(b"blob");
+        let commit = LooseCommit::new(
+            SedimentreeId::new([1; 32]),
+            CommitId::new([head; 32]),
+            [],
+            blob.meta(),
+        );
+        SignedItem::new(
+            Signed::seal(&SigningKey::from_bytes(&[2; 32]), &commit).unwrap(),
+            blob,
+        )
+    }
+
+    #[test]
+    fn repeats_are_dropped_by_the_constructor_and_refused_by_the_decoder() {
+        let diff = SyncDiff::new(vec![item(1), item(2), item(1)], vec![], [], []);
+        assert_eq!(diff.commits(), &[item(1), item(2)]);
+        // Patch the wire form of [item(1), item(2)] into [item(1), item(1)].
+        let wire = diff.encode().unwrap();
+        let len = item(1).encode().unwrap().len();
+        let mut twice = wire.to_vec();
+        twice.copy_within(8..8 + len, 8 + len);
+        assert_eq!(
+            SyncDiff::decode(twice.into()),
+            Err(MessageError::DuplicateItem {
+                field: "commits",
+                index: 1,
+                first: 0,
+                offset: 8 + len,
+            })
+        );
+    }
 }

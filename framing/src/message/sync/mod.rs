@@ -227,31 +227,55 @@ impl SyncMessage {
     /// The first item's [`VerifyItemError`]: bad signature,
     /// [`VerifyItemError::ScopeMismatch`], or a blob that does not match.
     pub fn verify(&self) -> Result<Vec<VerifiedItem>, VerifyItemError> {
+        self.verify_each().collect()
+    }
+
+    /// How many signed items the message carries: the number of
+    /// `verify_strict` calls verifying it costs (duplicates are refused when
+    /// decoding, so each is distinct).
+    #[must_use]
+    pub fn signed_item_count(&self) -> usize {
         match self {
-            Self::LooseCommit(m) => {
-                let (v, b) = m.verify()?;
-                Ok(vec![VerifiedItem::Commit(v, b)])
-            }
-            Self::Fragment(m) => {
-                let (v, b) = m.verify()?;
-                Ok(vec![VerifiedItem::Fragment(v, b)])
-            }
+            Self::LooseCommit(_) | Self::Fragment(_) => 1,
+            Self::BatchSyncResponse(BatchSyncResponse {
+                result: SyncResult::Ok(diff),
+                ..
+            }) => diff.commits().len() + diff.fragments().len(),
+            _ => 0,
+        }
+    }
+
+    /// Verifies the signed items one at a time, in wire order, each bound
+    /// to the message's tree id: a caller can stop early, or pace the work
+    /// (as [`Connection`](crate::Connection) does with its
+    /// [`VerifyBudget`](crate::VerifyBudget)).
+    pub fn verify_each(
+        &self,
+    ) -> Box<dyn Iterator<Item = Result<VerifiedItem, VerifyItemError>> + Send + '_> {
+        match self {
+            Self::LooseCommit(m) => Box::new(std::iter::once_with(|| {
+                m.verify().map(|(v, b)| VerifiedItem::Commit(v, b))
+            })),
+            Self::Fragment(m) => Box::new(std::iter::once_with(|| {
+                m.verify().map(|(v, b)| VerifiedItem::Fragment(v, b))
+            })),
             Self::BatchSyncResponse(BatchSyncResponse {
                 id,
                 result: SyncResult::Ok(diff),
                 ..
             }) => {
+                let id = *id;
                 let commits = diff
                     .commits()
                     .iter()
-                    .map(|item| item.verify_in(*id).map(|(v, b)| VerifiedItem::Commit(v, b)));
-                let fragments = diff.fragments().iter().map(|item| {
-                    item.verify_in(*id)
+                    .map(move |item| item.verify_in(id).map(|(v, b)| VerifiedItem::Commit(v, b)));
+                let fragments = diff.fragments().iter().map(move |item| {
+                    item.verify_in(id)
                         .map(|(v, b)| VerifiedItem::Fragment(v, b))
                 });
-                commits.chain(fragments).collect()
+                Box::new(commits.chain(fragments))
             }
-            _ => Ok(Vec::new()),
+            _ => Box::new(std::iter::empty()),
         }
     }
 }
