@@ -59,8 +59,8 @@ use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::Framed;
 
+use crate::framed_io::FramedIo;
 use crate::handshake::{self, Authenticated, HandshakeConfig, HandshakeError, Responder};
 use crate::message::{
     Audience, HandshakeMessage, Message, MessageError, SyncMessage, VerifiedItem, VerifyItemError,
@@ -186,7 +186,7 @@ async fn verify_paced(frame: MessageFrame, budget: &mut Bucket) -> Received {
 /// An authenticated connection; see the [module docs](self).
 #[derive(Debug)]
 pub struct Connection<T, P> {
-    framed: Framed<T, MessageCodec<P>>,
+    framed: FramedIo<T, P>,
     local: PeerId,
     remote: Authenticated,
     budget: Bucket,
@@ -210,7 +210,7 @@ where
         audience: Audience,
         config: &HandshakeConfig,
     ) -> Result<Self, HandshakeError> {
-        let mut framed = Framed::new(io, MessageCodec::with_prefix(prefix));
+        let mut framed = FramedIo::new(io, MessageCodec::with_prefix(prefix));
         let remote = handshake::initiate(&mut framed, signer, audience, config).await?;
         Ok(Self {
             framed,
@@ -233,7 +233,7 @@ where
         signer: &S,
         responder: &Responder,
     ) -> Result<Self, HandshakeError> {
-        let mut framed = Framed::new(io, MessageCodec::with_prefix(prefix));
+        let mut framed = FramedIo::new(io, MessageCodec::with_prefix(prefix));
         let remote = handshake::respond(&mut framed, signer, responder).await?;
         Ok(Self {
             framed,
@@ -328,6 +328,13 @@ where
         }
     }
 
+    /// Heap bytes the connection's read and write buffers hold right now
+    /// (none while it is idle; see [`FramedIo`]).
+    #[must_use]
+    pub fn buffered_capacity(&self) -> usize {
+        self.framed.buffered_capacity()
+    }
+
     /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
     /// set): how many signatures this connection's peer may make us verify
     /// per second.
@@ -354,7 +361,7 @@ where
 /// The sending half of a [`Connection`].
 #[derive(Debug)]
 pub struct ConnectionSender<T, P> {
-    sink: SplitSink<Framed<T, MessageCodec<P>>, Bytes>,
+    sink: SplitSink<FramedIo<T, P>, Bytes>,
 }
 
 impl<T, P> ConnectionSender<T, P>
@@ -413,7 +420,7 @@ where
 /// The receiving half of a [`Connection`].
 #[derive(Debug)]
 pub struct ConnectionReceiver<T, P> {
-    stream: SplitStream<Framed<T, MessageCodec<P>>>,
+    stream: SplitStream<FramedIo<T, P>>,
     remote: Authenticated,
     budget: Bucket,
 }

@@ -83,6 +83,7 @@ pub mod message_codec;
 
 // Peers: handshake and authenticated connections.
 pub mod connection;
+pub mod framed_io;
 pub mod handshake;
 pub mod verify_budget;
 
@@ -94,4 +95,5 @@ pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
 pub use handshake::{HandshakeConfig, HandshakeError, Responder};
 pub use message::{HandshakeMessage, Message, MessageError, SyncMessage};
 pub use message_codec::{MessageCodec, MessageFrame, SendError};
+pub use framed_io::FramedIo;
 pub use verify_budget::VerifyBudget;

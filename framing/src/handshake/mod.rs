@@ -43,13 +43,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bijou_signing::{Digest, Identity, PeerId, SealError, Signed, Verified, VerifyError};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::Framed;
 
 use crate::message::{
     Audience, Challenge, HandshakeMessage, Message, MessageError, Rejection, RejectionReason,
     Response,
 };
-use crate::{prefix::LengthPrefix, FrameError, MessageCodec, SendError, DEFAULT_MAX_FRAME_LENGTH};
+use crate::{
+    framed_io::FramedIo, prefix::LengthPrefix, FrameError, SendError, DEFAULT_MAX_FRAME_LENGTH,
+};
 
 pub mod nonce_cache;
 
@@ -392,7 +393,7 @@ impl Responder {
 }
 
 async fn next_message<T, P>(
-    framed: &mut Framed<T, MessageCodec<P>>,
+    framed: &mut FramedIo<T, P>,
     waiting_for: &'static str,
 ) -> Result<HandshakeMessage, HandshakeError>
 where
@@ -413,7 +414,7 @@ where
 }
 
 async fn send<T, P>(
-    framed: &mut Framed<T, MessageCodec<P>>,
+    framed: &mut FramedIo<T, P>,
     msg: HandshakeMessage,
 ) -> Result<(), HandshakeError>
 where
@@ -447,7 +448,7 @@ where
 ///
 /// [`HandshakeError`]; a refusal is [`HandshakeError::Rejected`].
 pub async fn initiate<T, P, S>(
-    framed: &mut Framed<T, MessageCodec<P>>,
+    framed: &mut FramedIo<T, P>,
     signer: &S,
     audience: Audience,
     config: &HandshakeConfig,
@@ -520,7 +521,7 @@ where
 /// [`HandshakeError`]; a challenge we refused is
 /// [`HandshakeError::Refused`] (the rejection was sent).
 pub async fn respond<T, P, S>(
-    framed: &mut Framed<T, MessageCodec<P>>,
+    framed: &mut FramedIo<T, P>,
     signer: &S,
     responder: &Responder,
 ) -> Result<Authenticated, HandshakeError>

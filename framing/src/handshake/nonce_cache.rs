@@ -78,8 +78,9 @@
 //! assert_eq!(cache.floor(), Some(1_000));
 //! // ...and a replay from the forgotten second is refused, never accepted.
 //! assert_eq!(cache.check_and_insert(peer, [7; 16], 1_000, 1_600), NonceCheck::PossibleReplay);
-//! // Under load, a challenge stamped ahead of our clock is not admitted.
-//! assert_eq!(cache.check_and_insert(peer, [10; 16], 1_700, 1_600), NonceCheck::FutureUnderLoad);
+//! // Full again: a challenge stamped ahead of our clock is not admitted.
+//! assert_eq!(cache.check_and_insert(peer, [10; 16], 1_001, 1_600), NonceCheck::Fresh);
+//! assert_eq!(cache.check_and_insert(peer, [11; 16], 1_700, 1_600), NonceCheck::FutureUnderLoad);
 //! ```
 
 use std::collections::{BTreeMap, HashSet};

@@ -83,7 +83,9 @@ mod sealed {
 /// Implemented by [`Bijou64`], [`Leb128`] and [`U32Be`] (sealed). The
 /// implementors are zero-sized unit structs; [`FrameCodec`](crate::FrameCodec)
 /// takes one as a type parameter.
-pub trait LengthPrefix: sealed::Sealed + Copy + Default + Debug + Send + Sync + 'static {
+pub trait LengthPrefix:
+    sealed::Sealed + Copy + Default + Debug + Send + Sync + Unpin + 'static
+{
     /// A short name for messages (`"bijou64"`, `"leb128"`, `"u32-be"`).
     const NAME: &'static str;
 

@@ -1,0 +1,226 @@
+//! [`FramedIo`]: typed messages over an `AsyncRead + AsyncWrite`, holding no
+//! buffer while idle.
+//!
+//! tokio-util's `Framed` keeps an 8 KiB read buffer and an 8 KiB write
+//! buffer per connection for as long as it lives, and whatever a burst of
+//! large frames grew them to. With anyone able to complete a handshake, a
+//! server with many idle peers pays that for each. `FramedIo` does the same
+//! job with [`MessageCodec`] and gives memory back as soon as it is not
+//! needed:
+//!
+//! ```text
+//!   read:  buffer empty -> read into a 4 KiB stack scratch, copy what came
+//!          frame pending -> read straight into the buffer's spare capacity
+//!                           (the codec reserved it: at most 64 KiB ahead)
+//!          buffer drained -> dropped (frames already handed out keep their bytes)
+//!   write: messages are encoded in place into the write buffer;
+//!          once flushed to the transport, the buffer is dropped
+//! ```
+//!
+//! So an idle connection holds no heap buffer at all (measured with 5,000
+//! loopback connections in `framing/tests/idle_memory.rs`), at the cost of
+//! one copy of at most 4 KiB for the first read after idling.
+//!
+//! It is a [`Stream`] of [`MessageFrame`]s and a [`Sink`] of [`Message`]s
+//! (and of raw frame [`Bytes`]), like `Framed<T, MessageCodec<P>>`.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures::{Sink, Stream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::message::Message;
+use crate::prefix::LengthPrefix;
+use crate::{FrameError, MessageCodec, MessageFrame, SendError};
+
+/// Size of the stack buffer an idle connection reads into.
+const SCRATCH: usize = 4096;
+
+/// A message stream and sink over `T`; see the [module docs](self).
+#[derive(Debug)]
+pub struct FramedIo<T, P> {
+    io: T,
+    codec: MessageCodec<P>,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+    eof: bool,
+}
+
+impl<T, P: LengthPrefix> FramedIo<T, P> {
+    /// Typed messages over `io`, framed by `codec`.
+    pub fn new(io: T, codec: MessageCodec<P>) -> Self {
+        Self {
+            io,
+            codec,
+            read_buf: BytesMut::new(),
+            write_buf: BytesMut::new(),
+            eof: false,
+        }
+    }
+
+    /// The codec.
+    pub fn codec(&self) -> &MessageCodec<P> {
+        &self.codec
+    }
+
+    /// The codec, to change its maximum frame length.
+    pub fn codec_mut(&mut self) -> &mut MessageCodec<P> {
+        &mut self.codec
+    }
+
+    /// The transport.
+    pub fn get_ref(&self) -> &T {
+        &self.io
+    }
+
+    /// The transport, giving up any buffered bytes.
+    pub fn into_inner(self) -> T {
+        self.io
+    }
+
+    /// Heap bytes held by the read and write buffers right now (their
+    /// capacities).
+    pub fn buffered_capacity(&self) -> usize {
+        self.read_buf.capacity() + self.write_buf.capacity()
+    }
+}
+
+impl<T, P> FramedIo<T, P>
+where
+    T: AsyncRead + Unpin,
+    P: LengthPrefix,
+{
+    /// Reads more bytes into `read_buf`; `Ok(0)` at end of stream.
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.read_buf.capacity() == self.read_buf.len() {
+            // Nothing reserved (idle, or between frames): read into the
+            // stack, and allocate only for what arrived.
+            let mut scratch = [0u8; SCRATCH];
+            let mut buf = ReadBuf::new(&mut scratch);
+            ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
+            let filled = buf.filled();
+            self.read_buf.extend_from_slice(filled);
+            return Poll::Ready(Ok(filled.len()));
+        }
+        tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.read_buf)
+    }
+
+    /// Drops a drained read buffer. Its capacity may read 0 and it still
+    /// shares the allocation of the frames split off it, so it is replaced
+    /// whenever it is empty, and holds nothing while no frame is pending.
+    fn release_drained_read_buffer(&mut self) {
+        if self.read_buf.is_empty() {
+            self.read_buf = BytesMut::new();
+        }
+    }
+}
+
+impl<T, P> Stream for FramedIo<T, P>
+where
+    T: AsyncRead + Unpin,
+    P: LengthPrefix + Unpin,
+{
+    type Item = Result<MessageFrame, FrameError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            let decoded = if this.eof {
+                this.codec.decode_eof(&mut this.read_buf)
+            } else {
+                this.codec.decode(&mut this.read_buf)
+            };
+            match decoded {
+                Err(e) => return Poll::Ready(Some(Err(e))),
+                Ok(Some(frame)) => {
+                    this.release_drained_read_buffer();
+                    return Poll::Ready(Some(Ok(frame)));
+                }
+                Ok(None) if this.eof => return Poll::Ready(None),
+                Ok(None) => {}
+            }
+            match ready!(this.poll_fill(cx)) {
+                Err(e) => return Poll::Ready(Some(Err(FrameError::Io(e)))),
+                Ok(0) => this.eof = true,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+impl<T, P> FramedIo<T, P>
+where
+    T: AsyncWrite + Unpin,
+    P: LengthPrefix + Unpin,
+{
+    fn poll_write_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.write_buf.has_remaining() {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &self.write_buf))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.write_buf.advance(n);
+        }
+        // Written out: give the buffer back.
+        self.write_buf = BytesMut::new();
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_flush_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_write_all(cx))?;
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+}
+
+/// Encodes `item` into the write buffer; like `Framed`, a full buffer is
+/// written out first (8 KiB of backpressure).
+macro_rules! sink_for {
+    ($item:ty, $error:ty, |$codec:ident, $msg:ident, $buf:ident| $encode:expr) => {
+        impl<T, P> Sink<$item> for FramedIo<T, P>
+        where
+            T: AsyncWrite + Unpin,
+            P: LengthPrefix + Unpin,
+        {
+            type Error = $error;
+
+            fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), $error>> {
+                let this = self.get_mut();
+                if this.write_buf.len() >= BACKPRESSURE {
+                    ready!(this.poll_write_all(cx)).map_err(<$error>::from)?;
+                }
+                Poll::Ready(Ok(()))
+            }
+
+            fn start_send(self: Pin<&mut Self>, $msg: $item) -> Result<(), $error> {
+                let this = self.get_mut();
+                let ($codec, $buf) = (&mut this.codec, &mut this.write_buf);
+                $encode
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), $error>> {
+                self.get_mut().poll_flush_all(cx).map_err(<$error>::from)
+            }
+
+            fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), $error>> {
+                let this = self.get_mut();
+                ready!(this.poll_flush_all(cx)).map_err(<$error>::from)?;
+                Pin::new(&mut this.io)
+                    .poll_shutdown(cx)
+                    .map_err(<$error>::from)
+            }
+        }
+    };
+}
+
+/// Buffered bytes above which `poll_ready` writes out first.
+const BACKPRESSURE: usize = 8 * 1024;
+
+sink_for!(&Message, SendError, |codec, msg, buf| codec
+    .encode(msg, buf));
+sink_for!(Message, SendError, |codec, msg, buf| codec.encode(msg, buf));
+sink_for!(Bytes, FrameError, |codec, frame, buf| codec
+    .encode(frame, buf));
