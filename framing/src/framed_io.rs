@@ -48,6 +48,8 @@ pub struct FramedIo<T, P> {
     read_buf: BytesMut,
     write_buf: BytesMut,
     eof: bool,
+    /// A framing error was returned: the stream has ended.
+    failed: bool,
 }
 
 impl<T, P: LengthPrefix> FramedIo<T, P> {
@@ -59,6 +61,7 @@ impl<T, P: LengthPrefix> FramedIo<T, P> {
             read_buf: BytesMut::new(),
             write_buf: BytesMut::new(),
             eof: false,
+            failed: false,
         }
     }
 
@@ -77,9 +80,16 @@ impl<T, P: LengthPrefix> FramedIo<T, P> {
         &self.io
     }
 
-    /// The transport, giving up any buffered bytes.
+    /// The transport, giving up any buffered bytes (see
+    /// [`FramedIo::into_parts`] to keep them).
     pub fn into_inner(self) -> T {
         self.io
+    }
+
+    /// The transport and the bytes read from it but not yet decoded (for
+    /// example, what a peer pipelined right behind the handshake).
+    pub fn into_parts(self) -> (T, BytesMut) {
+        (self.io, self.read_buf)
     }
 
     /// Heap bytes held by the read and write buffers right now (their
@@ -128,6 +138,11 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        if this.failed {
+            // Framing errors are terminal, as with tokio-util's `Framed`:
+            // the next frame boundary cannot be found.
+            return Poll::Ready(None);
+        }
         loop {
             let decoded = if this.eof {
                 this.codec.decode_eof(&mut this.read_buf)
@@ -135,7 +150,10 @@ where
                 this.codec.decode(&mut this.read_buf)
             };
             match decoded {
-                Err(e) => return Poll::Ready(Some(Err(e))),
+                Err(e) => {
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
                 Ok(Some(frame)) => {
                     this.release_drained_read_buffer();
                     return Poll::Ready(Some(Ok(frame)));
@@ -144,7 +162,10 @@ where
                 Ok(None) => {}
             }
             match ready!(this.poll_fill(cx)) {
-                Err(e) => return Poll::Ready(Some(Err(FrameError::Io(e)))),
+                Err(e) => {
+                    this.failed = true;
+                    return Poll::Ready(Some(Err(FrameError::Io(e))));
+                }
                 Ok(0) => this.eof = true,
                 Ok(_) => {}
             }
@@ -224,3 +245,40 @@ sink_for!(&Message, SendError, |codec, msg, buf| codec
 sink_for!(Message, SendError, |codec, msg, buf| codec.encode(msg, buf));
 sink_for!(Bytes, FrameError, |codec, frame, buf| codec
     .encode(frame, buf));
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::prefix::Bijou64;
+
+    #[tokio::test]
+    async fn a_framing_error_ends_the_stream() {
+        // bijou64 overflow, then more bytes: one error, then the end.
+        let (mut a, b) = tokio::io::duplex(64);
+        tokio::io::AsyncWriteExt::write_all(&mut a, &[0xFF; 12])
+            .await
+            .unwrap();
+        drop(a);
+        let mut framed = FramedIo::new(b, MessageCodec::<Bijou64>::default());
+        assert!(matches!(framed.next().await, Some(Err(_))));
+        assert!(framed.next().await.is_none());
+        assert!(framed.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn truncation_at_eof_is_reported_once() {
+        let (mut a, b) = tokio::io::duplex(64);
+        tokio::io::AsyncWriteExt::write_all(&mut a, &[0x05, 0x01, 0x02])
+            .await
+            .unwrap();
+        drop(a);
+        let mut framed = FramedIo::new(b, MessageCodec::<Bijou64>::default());
+        assert!(matches!(
+            framed.next().await,
+            Some(Err(FrameError::Truncated { .. }))
+        ));
+        assert!(framed.next().await.is_none());
+    }
+}

@@ -50,7 +50,9 @@
 //! (262,144 challenges per second for the default capacity, about ten
 //! cores' worth of signature verification). Under a flood the acceptance
 //! window narrows to about `capacity / rate` seconds into the past and to
-//! `now` on the future side; the floor lifts once `floor + max_drift < now`.
+//! `now` on the future side. The floor is only ever raised (also when a
+//! second expires), so one wrong clock reading cannot re-open a replay, and
+//! it never refuses a stamp an honest peer would send later.
 //!
 //! **Sizing.** With `capacity >= flood rate x 2 x max_drift x 8/7` the
 //! window never narrows, and every peer within the drift gets in.
@@ -122,9 +124,6 @@ pub struct NonceCache {
     len: usize,
     /// Challenges stamped at or before this were possibly forgotten.
     floor: Option<u64>,
-    /// The latest `now` seen, so a clock stepping back cannot shorten
-    /// retention.
-    latest: u64,
 }
 
 impl NonceCache {
@@ -156,7 +155,6 @@ impl NonceCache {
             buckets: BTreeMap::new(),
             len: 0,
             floor: None,
-            latest: 0,
         }
     }
 
@@ -193,23 +191,18 @@ impl NonceCache {
     }
 
     /// Forgets every second whose challenges can no longer pass the drift
-    /// check at `now` (`ts + max_drift < now`), and lifts bounds that the
-    /// drift check now covers.
+    /// check at `now` (`ts + max_drift < now`). Each forgotten second also
+    /// raises the floor, so that if the clock later reads an earlier time
+    /// (a step back, or one bad reading ahead), replays of forgotten nonces
+    /// are still refused rather than accepted. The floor is never lowered:
+    /// it only refuses stamps at or before seconds already seen, which an
+    /// honest peer, stamping its current time, does not use again.
     pub fn evict_expired(&mut self, now: u64) {
-        let now = self.observe(now);
         while let Some((&ts, _)) = self.buckets.first_key_value() {
             if ts.saturating_add(self.max_drift) >= now {
                 break;
             }
-            if let Some((_, bucket)) = self.buckets.pop_first() {
-                self.len -= bucket.len();
-            }
-        }
-        if self
-            .floor
-            .is_some_and(|floor| floor.saturating_add(self.max_drift) < now)
-        {
-            self.floor = None;
+            self.forget_oldest();
         }
     }
 
@@ -223,7 +216,6 @@ impl NonceCache {
         now: u64,
     ) -> NonceCheck {
         self.evict_expired(now);
-        let now = self.latest;
         if timestamp.abs_diff(now) > self.max_drift {
             return NonceCheck::OutsideWindow;
         }
@@ -256,7 +248,7 @@ impl NonceCache {
     /// Entries above which future-stamped challenges are not admitted: 7/8
     /// of the capacity, so the rest only holds stamps at or before `now`.
     fn future_limit(&self) -> usize {
-        self.capacity - self.capacity / 8
+        self.capacity - (self.capacity / 8).max(1)
     }
 
     fn below_floor(&self, timestamp: u64) -> bool {
@@ -276,11 +268,6 @@ impl NonceCache {
         hasher.write(issuer.as_bytes());
         hasher.write(nonce);
         hasher.finish()
-    }
-
-    fn observe(&mut self, now: u64) -> u64 {
-        self.latest = self.latest.max(now);
-        self.latest
     }
 }
 
@@ -394,7 +381,6 @@ mod tests {
                 NonceCheck::OutsideWindow
             );
         }
-        assert_eq!(cache.floor(), None, "lifted once the drift check covers it");
     }
 
     #[test]
@@ -432,20 +418,47 @@ mod tests {
     }
 
     #[test]
-    fn a_clock_stepping_back_does_not_shorten_retention() {
+    fn a_clock_stepping_back_does_not_reopen_a_replay() {
         let mut cache = NonceCache::new(Duration::from_secs(10), 10);
         assert_eq!(
             cache.check_and_insert(PEER, [1; 16], 100, 100),
             NonceCheck::Fresh
         );
+        // One reading far ahead evicts the second 100 (raising the floor)...
         assert_eq!(
-            cache.check_and_insert(PEER, [1; 16], 100, 50),
-            NonceCheck::Replayed
+            cache.check_and_insert(PEER, [2; 16], 10_000, 10_000),
+            NonceCheck::Fresh
+        );
+        // ...and when the clock is right again, the replay is still refused,
+        // while honest challenges stamped with the current time get in.
+        assert_eq!(
+            cache.check_and_insert(PEER, [1; 16], 100, 105),
+            NonceCheck::PossibleReplay
         );
         assert_eq!(
-            cache.check_and_insert(PEER, [1; 16], 100, 110),
+            cache.check_and_insert(PEER, [3; 16], 105, 105),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            cache.check_and_insert(PEER, [3; 16], 105, 106),
             NonceCheck::Replayed
         );
+    }
+
+    #[test]
+    fn future_stamps_never_fill_a_tiny_cache() {
+        // Below 8 entries, at least one is still kept for stamps up to now.
+        let mut cache = NonceCache::new(Duration::from_secs(600), 4);
+        let now = 10_000;
+        for i in 0..10 {
+            let _ = cache.check_and_insert(PEER, nonce(i), now + 600, now);
+        }
+        assert_eq!(cache.len(), 3);
+        assert_eq!(
+            cache.check_and_insert(PEER, nonce(100), now, now),
+            NonceCheck::Fresh
+        );
+        assert_eq!(cache.floor(), None);
     }
 
     #[test]
