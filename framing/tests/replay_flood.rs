@@ -143,7 +143,13 @@ fn a_cache_sized_for_the_flood_lets_every_honest_peer_in_and_no_replay_through()
             );
         }
     }
-    assert_eq!(cache.floor(), None, "the window never narrowed");
+    // The window never narrowed: the floor only ever covered expired
+    // seconds, which the drift check refuses anyway.
+    assert!(
+        cache.floor().is_none_or(|floor| floor + DRIFT < now),
+        "floor {:?} at {now}",
+        cache.floor()
+    );
 }
 
 #[test]
@@ -160,7 +166,8 @@ fn an_undersized_cache_narrows_the_window_but_keeps_accurate_clocks_in_and_repla
             // A peer whose clock agrees with ours gets in every second.
             let (refused, flood_refused) = flood.second(&mut cache, now, rate, stamp, &[0]);
             assert_eq!(refused, 0, "{stamp:?} flood, second {s}");
-            overflowed += flood_refused + usize::from(cache.floor().is_some());
+            overflowed += flood_refused
+                + usize::from(cache.floor().is_some_and(|floor| floor + DRIFT >= now));
         }
         assert!(
             overflowed > 0,
