@@ -325,7 +325,7 @@ fn response_message() -> Vec<u8> {
 /// signature of the rest.
 fn resign(mut bytes: Vec<u8>) -> Vec<u8> {
     let end = bytes.len() - SIGNATURE_LEN;
-    let signature = key().try_sign(&bytes[..end]).expect("sign");
+    let signature = key().sign_message(&bytes[..end]).expect("sign");
     bytes[end..].copy_from_slice(&signature.to_bytes());
     bytes
 }

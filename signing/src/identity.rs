@@ -3,16 +3,18 @@
 //!
 //! Implemented for [`ed25519_dalek::SigningKey`]; a hardware or remote
 //! signer implements the same two methods. Signing is fallible so such a
-//! signer can report failure instead of panicking. The name does not clash
-//! with [`ed25519_dalek::Signer`]: both can be imported together.
+//! signer can report failure instead of panicking. Neither the trait nor its
+//! methods clash with [`ed25519_dalek::Signer`] (whose `try_sign` the same
+//! key also has): both can be imported together and called unambiguously.
 //!
 //! ```
 //! use bijou_signing::Identity;
 //! use ed25519_dalek::{Signer, SigningKey, Verifier};
 //!
 //! let key = SigningKey::from_bytes(&[1; 32]);
-//! let signature = Identity::try_sign(&key, b"message")?;
+//! let signature = Identity::sign_message(&key, b"message")?;
 //! assert_eq!(signature, key.sign(b"message")); // dalek's Signer, same key
+//! assert_eq!(key.try_sign(b"message")?, key.sign_message(b"message")?); // no ambiguity
 //! key.verifying_key().verify(b"message", &signature)?;
 //! # Ok::<(), ed25519_dalek::SignatureError>(())
 //! ```
@@ -32,7 +34,7 @@ pub trait Identity {
     /// # Errors
     ///
     /// [`SignatureError`] if the signer cannot sign.
-    fn try_sign(&self, message: &[u8]) -> Result<Signature, SignatureError>;
+    fn sign_message(&self, message: &[u8]) -> Result<Signature, SignatureError>;
 
     /// The signer's peer id (its verifying key bytes).
     fn peer_id(&self) -> PeerId {
@@ -45,7 +47,7 @@ impl Identity for SigningKey {
         SigningKey::verifying_key(self)
     }
 
-    fn try_sign(&self, message: &[u8]) -> Result<Signature, SignatureError> {
+    fn sign_message(&self, message: &[u8]) -> Result<Signature, SignatureError> {
         Ok(ed25519_dalek::Signer::sign(self, message))
     }
 }
@@ -55,7 +57,7 @@ impl<S: Identity + ?Sized> Identity for &S {
         (**self).verifying_key()
     }
 
-    fn try_sign(&self, message: &[u8]) -> Result<Signature, SignatureError> {
-        (**self).try_sign(message)
+    fn sign_message(&self, message: &[u8]) -> Result<Signature, SignatureError> {
+        (**self).sign_message(message)
     }
 }

@@ -123,7 +123,7 @@ impl<T: Payload> Signed<T> {
         out.put_slice(issuer.as_bytes());
         payload.encode_into(&mut out)?;
         let signature = signer
-            .try_sign(&out)
+            .sign_message(&out)
             .map_err(|reason| SealError::Signer { reason })?;
         out.put_slice(&signature.to_bytes());
         Ok(Self {

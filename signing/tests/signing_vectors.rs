@@ -112,7 +112,7 @@ fn rfc8032_vectors_through_our_signer_and_strict_verify() {
     for (secret, public, message, signature) in vectors {
         let key = SigningKey::from_bytes(&unhex(secret).try_into().unwrap());
         assert_eq!(key.peer_id().as_bytes()[..], unhex(public)[..]);
-        let ours = Identity::try_sign(&key, &unhex(message)).unwrap();
+        let ours = Identity::sign_message(&key, &unhex(message)).unwrap();
         assert_eq!(ours.to_bytes()[..], unhex(signature)[..]);
         let vk = VerifyingKey::from_bytes(&unhex(public).try_into().unwrap()).unwrap();
         assert_eq!(strict::verify(&vk, &unhex(message), &ours), Ok(()));
@@ -309,7 +309,7 @@ impl Identity for OddSigner {
         VerifyingKey::from_bytes(&strict::SMALL_ORDER_POINTS[0]).unwrap()
     }
 
-    fn try_sign(&self, _message: &[u8]) -> Result<Signature, ed25519_dalek::SignatureError> {
+    fn sign_message(&self, _message: &[u8]) -> Result<Signature, ed25519_dalek::SignatureError> {
         if self.fails {
             Err(ed25519_dalek::SignatureError::new())
         } else {

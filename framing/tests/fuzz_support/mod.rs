@@ -952,7 +952,7 @@ pub fn resigned_mutant(
     mutate_some(rng, &mut fields, donor, &local);
     let mut payload = s.wire[region.at..range.start].to_vec();
     payload.extend_from_slice(&fields);
-    let signature = keys[region.key].try_sign(&payload).expect("sign");
+    let signature = keys[region.key].sign_message(&payload).expect("sign");
     payload.extend_from_slice(&signature.to_bytes());
     let new_len = payload.len();
     let mut out = s.wire[..region.at].to_vec();
