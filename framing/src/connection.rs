@@ -57,7 +57,7 @@ use bijou_codec::Wire;
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
-use futures::{SinkExt, StreamExt};
+use futures::{SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::framed_io::FramedIo;
@@ -139,47 +139,101 @@ fn verify(frame: MessageFrame) -> Received {
 /// Signed items verified between two looks at the budget.
 const VERIFY_CHUNK: usize = 256;
 
-/// [`verify`], paced by the connection's verification budget: before each
-/// chunk of signed items, wait until the budget allows it. Stops at the
-/// first item that fails.
-async fn verify_paced(frame: MessageFrame, budget: &mut Bucket) -> Received {
-    let message = match frame.message {
-        Ok(Message::Sync(message)) => message,
-        other => {
-            return verify(MessageFrame {
-                bytes: frame.bytes,
-                message: other,
-            })
-        }
-    };
-    let total = message.signed_item_count();
-    let mut items = Vec::with_capacity(total);
-    let mut failed = None;
-    {
-        let mut each = message.verify_each();
-        let mut done = 0;
-        while done < total && failed.is_none() {
-            let chunk = VERIFY_CHUNK.min(total - done);
-            budget.spend(chunk).await;
-            for result in each.by_ref().take(chunk) {
-                match result {
-                    Ok(item) => items.push(item),
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            done += chunk;
+/// A sync message taken off the stream whose signed items are being
+/// verified. It lives in the connection, not in the `recv` future, so a
+/// cancelled `recv` loses nothing: the next call carries on where it
+/// stopped.
+#[derive(Debug)]
+struct Pending {
+    bytes: Bytes,
+    message: SyncMessage,
+    items: Vec<VerifiedItem>,
+    /// The next item to verify.
+    next: usize,
+    /// Items already paid for from the budget.
+    paid: usize,
+}
+
+/// The receiving side's state: the verification budget and the message
+/// being verified.
+#[derive(Debug)]
+struct Receiving {
+    budget: Bucket,
+    pending: Option<Pending>,
+}
+
+impl Receiving {
+    fn new() -> Self {
+        Self {
+            budget: Bucket::new(VerifyBudget::DEFAULT),
+            pending: None,
         }
     }
-    let result = match failed {
-        Some(e) => Err(Rejected::Verify(e)),
-        None => Ok(VerifiedMessage { message, items }),
-    };
-    Received {
-        frame: frame.bytes,
-        result,
+
+    /// The next received frame, verified with the budget's pacing: before
+    /// each chunk of signed items, waits until the budget allows it. Cancel
+    /// safe: every await leaves the state consistent.
+    async fn next<S>(&mut self, stream: &mut S) -> Result<Option<Received>, FrameError>
+    where
+        S: Stream<Item = Result<MessageFrame, FrameError>> + Unpin,
+    {
+        if self.pending.is_none() {
+            let frame = match stream.next().await {
+                None => return Ok(None),
+                Some(frame) => frame?,
+            };
+            match frame.message {
+                Ok(Message::Sync(message)) => {
+                    let count = message.signed_item_count();
+                    self.pending = Some(Pending {
+                        bytes: frame.bytes,
+                        items: Vec::with_capacity(count),
+                        message,
+                        next: 0,
+                        paid: 0,
+                    });
+                }
+                message => {
+                    return Ok(Some(verify(MessageFrame {
+                        bytes: frame.bytes,
+                        message,
+                    })))
+                }
+            }
+        }
+        while let Some(pending) = self.pending.as_mut() {
+            let total = pending.message.signed_item_count();
+            if pending.next >= total {
+                break;
+            }
+            let end = total.min(pending.next.saturating_add(VERIFY_CHUNK));
+            if pending.paid < end {
+                self.budget.spend(end - pending.paid).await;
+                pending.paid = end;
+            }
+            for index in pending.next..end {
+                match pending.message.verify_item(index) {
+                    Some(Ok(item)) => pending.items.push(item),
+                    Some(Err(e)) => {
+                        let bytes = std::mem::take(&mut pending.bytes);
+                        self.pending = None;
+                        return Ok(Some(Received {
+                            frame: bytes,
+                            result: Err(Rejected::Verify(e)),
+                        }));
+                    }
+                    None => break,
+                }
+            }
+            pending.next = end;
+        }
+        Ok(self.pending.take().map(|pending| Received {
+            frame: pending.bytes,
+            result: Ok(VerifiedMessage {
+                message: pending.message,
+                items: pending.items,
+            }),
+        }))
     }
 }
 
@@ -189,7 +243,7 @@ pub struct Connection<T, P> {
     framed: FramedIo<T, P>,
     local: PeerId,
     remote: Authenticated,
-    budget: Bucket,
+    receiving: Receiving,
 }
 
 impl<T, P> Connection<T, P>
@@ -216,7 +270,7 @@ where
             framed,
             local: signer.peer_id(),
             remote,
-            budget: Bucket::new(VerifyBudget::DEFAULT),
+            receiving: Receiving::new(),
         })
     }
 
@@ -239,7 +293,7 @@ where
             framed,
             local: signer.peer_id(),
             remote,
-            budget: Bucket::new(VerifyBudget::DEFAULT),
+            receiving: Receiving::new(),
         })
     }
 
@@ -321,11 +375,12 @@ where
     /// # Errors
     ///
     /// [`FrameError`]: the stream cannot continue; drop the connection.
+    ///
+    /// Cancel safe: if the future is dropped (in `select!`, under a
+    /// timeout), a message already taken off the stream is kept, and the
+    /// next call returns it.
     pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
-        match self.framed.next().await {
-            None => Ok(None),
-            Some(frame) => Ok(Some(verify_paced(frame?, &mut self.budget).await)),
-        }
+        self.receiving.next(&mut self.framed).await
     }
 
     /// Heap bytes the connection's read and write buffers hold right now
@@ -339,7 +394,7 @@ where
     /// set): how many signatures this connection's peer may make us verify
     /// per second.
     pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
-        self.budget.set_budget(budget);
+        self.receiving.budget.set_budget(budget);
     }
 
     /// Splits into a sending and a receiving half that can be used from two
@@ -352,7 +407,7 @@ where
             ConnectionReceiver {
                 stream,
                 remote: self.remote,
-                budget: self.budget,
+                receiving: self.receiving,
             },
         )
     }
@@ -422,7 +477,7 @@ where
 pub struct ConnectionReceiver<T, P> {
     stream: SplitStream<FramedIo<T, P>>,
     remote: Authenticated,
-    budget: Bucket,
+    receiving: Receiving,
 }
 
 impl<T, P> ConnectionReceiver<T, P>
@@ -438,7 +493,7 @@ where
 
     /// See [`Connection::set_verify_budget`].
     pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
-        self.budget.set_budget(budget);
+        self.receiving.budget.set_budget(budget);
     }
 
     /// See [`Connection::recv`].
@@ -447,9 +502,6 @@ where
     ///
     /// [`FrameError`]: drop the connection.
     pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
-        match self.stream.next().await {
-            None => Ok(None),
-            Some(frame) => Ok(Some(verify_paced(frame?, &mut self.budget).await)),
-        }
+        self.receiving.next(&mut self.stream).await
     }
 }

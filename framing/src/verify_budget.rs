@@ -20,8 +20,16 @@
 //!
 //! The default, [`VerifyBudget::DEFAULT`], is 8,192 verifications per
 //! second with bursts of 8,192: about a third of one core here, so a
-//! single peer cannot take a whole core, while a 10,000-commit sync still
-//! verifies in about a second.
+//! single connection cannot take a whole core, while a 10,000-commit sync
+//! still verifies in about a second.
+//!
+//! The budget is **per connection**, and each new connection starts with a
+//! full burst. A peer that opens several connections (or reconnects) gets a
+//! budget for each, so the bound on one peer's share of the CPU is the
+//! budget times the connections it is allowed: limit connections per peer
+//! id (and per address) where you accept them. Verification is paid for
+//! before it is done, so the cost of a message is always charged to the
+//! connection that sent it.
 //!
 //! ```
 //! use bijou_framing::VerifyBudget;

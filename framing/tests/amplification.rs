@@ -141,3 +141,35 @@ async fn the_verification_budget_paces_a_peer() {
     received.expect("frame").expect("one");
     assert!(started.elapsed() < Duration::from_millis(100));
 }
+
+/// `recv` is cancel safe: a message waiting for budget when the future is
+/// dropped (a timeout here) is not lost; the next call returns it.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_recv_loses_no_message() {
+    let (mut client, mut server) = pair().await;
+    server.set_verify_budget(VerifyBudget::new(1, 1));
+    for i in 1..=3 {
+        client
+            .send(&Message::Sync(response(vec![commit(i)])))
+            .await
+            .expect("send");
+    }
+    let head = |received: bijou_framing::Received| match received.result.expect("verified").message
+    {
+        SyncMessage::BatchSyncResponse(BatchSyncResponse {
+            result: SyncResult::Ok(diff),
+            ..
+        }) => diff.commits()[0].clone(),
+        other => panic!("{other:?}"),
+    };
+    let first = server.recv().await.expect("frame").expect("one");
+    assert_eq!(head(first), commit(1));
+    // The budget is spent: the next message waits a second, and the caller
+    // gives up after 100 ms.
+    let cancelled = tokio::time::timeout(Duration::from_millis(100), server.recv()).await;
+    assert!(cancelled.is_err());
+    for i in 2..=3 {
+        let received = server.recv().await.expect("frame").expect("one");
+        assert_eq!(head(received), commit(i), "message {i}");
+    }
+}

@@ -61,7 +61,10 @@
 //! plus [`NonceCache::BASE_BYTES`] (2 KiB) (measured by
 //! `framing/tests/nonce_cache_memory.rs`; about 15 B per entry in a full
 //! cache), so the default [`DEFAULT_NONCE_CAPACITY`] of 2^21 entries stays
-//! under 49 MiB with a 600 s drift.
+//! under 49 MiB with a 600 s drift. One transient exception: while one
+//! second's hash set grows, its old and new tables briefly coexist, so a
+//! flood stamping everything in a single second peaks at about 1.5x that
+//! (about 56 MiB at the default capacity) for the duration of one rehash.
 //!
 //! ```
 //! use bijou_framing::handshake::{NonceCache, NonceCheck};

@@ -245,38 +245,44 @@ impl SyncMessage {
         }
     }
 
-    /// Verifies the signed items one at a time, in wire order, each bound
-    /// to the message's tree id: a caller can stop early, or pace the work
-    /// (as [`Connection`](crate::Connection) does with its
-    /// [`VerifyBudget`](crate::VerifyBudget)).
-    pub fn verify_each(
-        &self,
-    ) -> Box<dyn Iterator<Item = Result<VerifiedItem, VerifyItemError>> + Send + '_> {
+    /// Verifies the signed item at `index` (wire order: the commit or
+    /// fragment of tags 00/01, or the diff's commits then fragments), bound
+    /// to the message's tree id; `None` past the last one.
+    #[must_use]
+    pub fn verify_item(&self, index: usize) -> Option<Result<VerifiedItem, VerifyItemError>> {
         match self {
-            Self::LooseCommit(m) => Box::new(std::iter::once_with(|| {
-                m.verify().map(|(v, b)| VerifiedItem::Commit(v, b))
-            })),
-            Self::Fragment(m) => Box::new(std::iter::once_with(|| {
-                m.verify().map(|(v, b)| VerifiedItem::Fragment(v, b))
-            })),
+            Self::LooseCommit(m) if index == 0 => {
+                Some(m.verify().map(|(v, b)| VerifiedItem::Commit(v, b)))
+            }
+            Self::Fragment(m) if index == 0 => {
+                Some(m.verify().map(|(v, b)| VerifiedItem::Fragment(v, b)))
+            }
             Self::BatchSyncResponse(BatchSyncResponse {
                 id,
                 result: SyncResult::Ok(diff),
                 ..
-            }) => {
-                let id = *id;
-                let commits = diff
-                    .commits()
-                    .iter()
-                    .map(move |item| item.verify_in(id).map(|(v, b)| VerifiedItem::Commit(v, b)));
-                let fragments = diff.fragments().iter().map(move |item| {
-                    item.verify_in(id)
-                        .map(|(v, b)| VerifiedItem::Fragment(v, b))
-                });
-                Box::new(commits.chain(fragments))
-            }
-            _ => Box::new(std::iter::empty()),
+            }) => match diff.commits().get(index) {
+                Some(item) => Some(item.verify_in(*id).map(|(v, b)| VerifiedItem::Commit(v, b))),
+                None => diff
+                    .fragments()
+                    .get(index - diff.commits().len())
+                    .map(|item| {
+                        item.verify_in(*id)
+                            .map(|(v, b)| VerifiedItem::Fragment(v, b))
+                    }),
+            },
+            _ => None,
         }
+    }
+
+    /// Verifies the signed items one at a time, in wire order (see
+    /// [`SyncMessage::verify_item`]): a caller can stop early, or pace the
+    /// work, as [`Connection`](crate::Connection) does with its
+    /// [`VerifyBudget`](crate::VerifyBudget).
+    pub fn verify_each(
+        &self,
+    ) -> impl Iterator<Item = Result<VerifiedItem, VerifyItemError>> + Send + '_ {
+        (0..self.signed_item_count()).filter_map(|index| self.verify_item(index))
     }
 }
 
