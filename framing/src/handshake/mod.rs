@@ -374,17 +374,16 @@ impl Responder {
         if !audience_ok {
             return Err(Refusal::because(RejectionReason::InvalidAudience));
         }
-        if payload.timestamp.abs_diff(now) > self.config.max_drift.as_secs() {
-            return Err(Refusal::because(RejectionReason::ClockDrift));
-        }
+        // The drift check is the cache's (`OutsideWindow`): it judges the
+        // same window its retention covers, before remembering anything.
         let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
         match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, ts, now)) {
             NonceCheck::Fresh => Ok(verified),
             NonceCheck::Replayed | NonceCheck::PossibleReplay => {
                 Err(Refusal::because(RejectionReason::ReplayedNonce))
             }
-            // Refused before anything is remembered: to the peer this is its
-            // clock being too far ahead of ours, for now.
+            // Refused before anything is remembered: the peer's clock is too
+            // far from ours (for `FutureUnderLoad`: too far ahead, for now).
             NonceCheck::OutsideWindow | NonceCheck::FutureUnderLoad => {
                 Err(Refusal::because(RejectionReason::ClockDrift))
             }

@@ -144,13 +144,13 @@ impl NonceCache {
     /// cost); there are at most `2 x max_drift + 1` of them.
     pub const BYTES_PER_SECOND: usize = 160;
 
-    /// A cache for a responder that allows `max_drift` (rounded up to whole
-    /// seconds), holding at most `capacity` nonces.
+    /// A cache for a responder that allows `max_drift` (whole seconds; a
+    /// fraction is dropped, as timestamps are whole seconds), holding at
+    /// most `capacity` nonces. Its window check is the responder's drift
+    /// check, so acceptance and retention use the one number.
     #[must_use]
     pub fn new(max_drift: Duration, capacity: usize) -> Self {
-        let max_drift = max_drift
-            .as_secs()
-            .saturating_add(u64::from(max_drift.subsec_nanos() > 0));
+        let max_drift = max_drift.as_secs();
         Self {
             max_drift,
             capacity: capacity.max(1),
@@ -465,8 +465,16 @@ mod tests {
     }
 
     #[test]
-    fn sub_second_drift_rounds_up() {
-        let cache = NonceCache::new(Duration::from_millis(1500), 1);
-        assert_eq!(cache.max_drift_secs(), 2);
+    fn sub_second_drift_is_whole_seconds_like_the_timestamps() {
+        let mut cache = NonceCache::new(Duration::from_millis(1500), 4);
+        assert_eq!(cache.max_drift_secs(), 1);
+        assert_eq!(
+            cache.check_and_insert(PEER, [1; 16], 99, 100),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            cache.check_and_insert(PEER, [2; 16], 98, 100),
+            NonceCheck::OutsideWindow
+        );
     }
 }
