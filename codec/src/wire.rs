@@ -127,8 +127,11 @@ pub trait Wire: Sized {
     ///
     /// [`WriteError::CountTooLarge`] if a count does not fit its field.
     fn encode(&self) -> Result<Bytes, WriteError> {
-        let mut out = BytesMut::with_capacity(self.wire_len()?);
-        self.encode_into(&mut out)?;
+        let len = self.wire_len()?;
+        let mut out = BytesMut::with_capacity(len);
+        // The length is known and a `BytesMut` grows: no second count.
+        self.write_to(&mut Writer::growing(&mut out))?;
+        debug_assert_eq!(out.len(), len, "wire_len disagrees with write_to");
         Ok(out.freeze())
     }
 

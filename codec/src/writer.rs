@@ -94,6 +94,31 @@ impl Writer<'static, bytes::BytesMut> {
     }
 }
 
+impl<'a> Writer<'a, bytes::BytesMut> {
+    /// A writer appending to a `BytesMut`. It grows as needed, so unlike a
+    /// fixed buffer it cannot run out of room: a caller that already knows
+    /// the value's [`Wire::wire_len`](crate::Wire::wire_len) (to reserve it,
+    /// or to write a length prefix first) writes without counting again.
+    ///
+    /// ```
+    /// use bijou_codec::{Wire, Writer};
+    /// use bytes::BytesMut;
+    ///
+    /// let value = 0x0102_u16;
+    /// let mut frame = BytesMut::new();
+    /// frame.extend_from_slice(&[value.wire_len()? as u8]); // a length prefix
+    /// value.write_to(&mut Writer::growing(&mut frame))?;
+    /// assert_eq!(&frame[..], [2, 1, 2]);
+    /// # Ok::<(), bijou_codec::WriteError>(())
+    /// ```
+    pub fn growing(out: &'a mut bytes::BytesMut) -> Self {
+        Self {
+            out: Some(out),
+            len: 0,
+        }
+    }
+}
+
 impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     /// Only [`Wire::encode_into`](crate::Wire::encode_into) makes writers,
     /// after checking the buffer can take the whole value.

@@ -69,7 +69,7 @@
 
 use std::io;
 
-use bijou_codec::Wire;
+use bijou_codec::{Wire, Writer};
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -202,10 +202,15 @@ impl<P: LengthPrefix> Encoder<&Message> for MessageCodec<P> {
         let len = msg.wire_len()?;
         let start = dst.len();
         self.frames.put_prefix(len, dst)?;
-        if let Err(e) = msg.encode_into(dst) {
+        let body = dst.len();
+        // `put_prefix` reserved `len`; the counts were checked by `wire_len`,
+        // so this write cannot fail short of a bug, and it does not count
+        // again.
+        if let Err(e) = msg.write_to(&mut Writer::growing(dst)) {
             dst.truncate(start);
             return Err(e.into());
         }
+        debug_assert_eq!(dst.len() - body, len, "wire_len disagrees with write_to");
         Ok(())
     }
 }
