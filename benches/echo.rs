@@ -1,6 +1,7 @@
 //! Echo throughput over loopback TCP for 1 KiB signed commits, with the
-//! bijou64 and LEB128 prefixes, against the crypto limit measured in the
-//! same run.
+//! bijou64 and LEB128 prefixes and over WebSocket, against the crypto limit
+//! measured in the same run; and the cost of opening a connection
+//! (handshake) on each transport.
 //!
 //! Per round trip the echo does: A signs a LooseCommit (1 KiB blob), B
 //! verifies it (`verify_strict` + scope + blob digest) and echoes the frame
@@ -14,18 +15,21 @@
 //! ```text
 //! cargo bench -p bijou-frame-benches --bench echo -- --warm-up-time 1 --measurement-time 3
 //! ```
-//! Report: time per frame (median), and crypto_limit / echo as the ratio.
+//! Report: time per frame (median), and crypto_limit / echo as the ratio;
+//! time per connection in `handshake`, against the sans-IO exchange alone
+//! (sign, verify, sign, verify: no I/O).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::connection::{ConnectionReceiver, ConnectionSender};
-use bijou_frame::framing::handshake::{HandshakeConfig, Responder};
+use bijou_frame::framing::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_frame::framing::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix};
+use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::framing::Connection;
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
@@ -77,65 +81,119 @@ impl Fixture {
     }
 }
 
-/// Starts an echo server (B) and connects A; returns A's halves.
-fn connect<P: LengthPrefix>(
-    rt: &Runtime,
-) -> (
-    ConnectionSender<TcpStream, P>,
-    ConnectionReceiver<TcpStream, P>,
-) {
-    rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let server_key = SigningKey::from_bytes(&[0xB0; 32]);
-        let server_id = server_key.peer_id();
-        tokio::spawn(async move {
-            let responder = Responder::new(HandshakeConfig::default());
+/// How A and B talk in one benchmark.
+#[derive(Clone, Copy)]
+enum Carrier {
+    Bijou64,
+    Leb128,
+    WebSocket,
+}
+
+type Halves<T> = (ConnectionSender<T>, ConnectionReceiver<T>);
+
+/// B's side of an accepted TCP stream: echoes every verified message.
+async fn serve_echo<T: Transport + Send + 'static>(conn: Connection<T>) {
+    let (mut tx, mut rx) = conn.split();
+    let (queue, mut frames) = tokio::sync::mpsc::channel::<Bytes>(1024);
+    tokio::spawn(async move {
+        while let Some(frame) = frames.recv().await {
+            tx.feed_bytes(frame).await.expect("echo");
+            while let Ok(more) = frames.try_recv() {
+                tx.feed_bytes(more).await.expect("echo");
+            }
+            tx.flush().await.expect("flush");
+        }
+    });
+    while let Ok(Some(received)) = rx.recv().await {
+        received.result.expect("B verifies");
+        if queue.send(received.bytes).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Starts a server (B) that accepts every connection on `carrier`, and
+/// echoes messages if `echo`; returns its address and peer id.
+async fn start_server(carrier: Carrier, echo: bool) -> (std::net::SocketAddr, Audience) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server_key = std::sync::Arc::new(SigningKey::from_bytes(&[0xB0; 32]));
+    let audience = Audience::Known(server_key.peer_id());
+    let responder = Responder::new(HandshakeConfig::default());
+    tokio::spawn(async move {
+        loop {
             let (stream, _) = listener.accept().await.expect("accept");
             stream.set_nodelay(true).expect("nodelay");
-            let conn = Connection::accept(stream, P::default(), &server_key, &responder)
-                .await
-                .expect("handshake");
-            let (mut tx, mut rx) = conn.split();
-            let (queue, mut frames) = tokio::sync::mpsc::channel::<Bytes>(1024);
+            let (key, responder) = (server_key.clone(), responder.clone());
             tokio::spawn(async move {
-                while let Some(frame) = frames.recv().await {
-                    tx.feed_frame(frame).await.expect("echo");
-                    while let Ok(more) = frames.try_recv() {
-                        tx.feed_frame(more).await.expect("echo");
+                match carrier {
+                    Carrier::Bijou64 => {
+                        let t = FramedTransport::new(stream, Bijou64);
+                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        if echo {
+                            serve_echo(conn).await;
+                        }
                     }
-                    tx.flush().await.expect("flush");
+                    Carrier::Leb128 => {
+                        let t = FramedTransport::new(stream, Leb128);
+                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        if echo {
+                            serve_echo(conn).await;
+                        }
+                    }
+                    Carrier::WebSocket => {
+                        let t = websocket::accept(stream).await.expect("upgrade");
+                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        if echo {
+                            serve_echo(conn).await;
+                        }
+                    }
                 }
             });
-            while let Ok(Some(received)) = rx.recv().await {
-                received.result.expect("B verifies");
-                if queue.send(received.frame).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        let client_key = SigningKey::from_bytes(&[0xA1; 32]);
-        Connection::connect(
-            stream,
-            P::default(),
-            &client_key,
-            Audience::Known(server_id),
-            &HandshakeConfig::default(),
-        )
+        }
+    });
+    (addr, audience)
+}
+
+async fn tcp(addr: std::net::SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    stream.set_nodelay(true).expect("nodelay");
+    stream
+}
+
+/// A's connection over a length prefix.
+async fn connect_framed<P: LengthPrefix>(
+    addr: std::net::SocketAddr,
+    audience: Audience,
+    prefix: P,
+) -> Connection<FramedTransport<TcpStream, P>> {
+    let client_key = SigningKey::from_bytes(&[0xA1; 32]);
+    let t = FramedTransport::new(tcp(addr).await, prefix);
+    Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
         .await
         .expect("handshake")
-        .split()
-    })
+}
+
+/// A's connection over WebSocket.
+async fn connect_ws(
+    addr: std::net::SocketAddr,
+    audience: Audience,
+) -> Connection<websocket::WebSocketTransport<TcpStream>> {
+    let client_key = SigningKey::from_bytes(&[0xA1; 32]);
+    let url = format!("ws://{addr}/");
+    let t = websocket::client(tcp(addr).await, url.as_str())
+        .await
+        .expect("upgrade");
+    Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+        .await
+        .expect("handshake")
 }
 
 /// `iters` round trips, pipelined: A signs and sends while it reads,
 /// compares and verifies the echoes.
-async fn batch<P: LengthPrefix>(
+async fn batch<T: Transport>(
     fixture: &Fixture,
-    tx: &mut ConnectionSender<TcpStream, P>,
-    rx: &mut ConnectionReceiver<TcpStream, P>,
+    (tx, rx): &mut Halves<T>,
     start: u64,
     iters: u64,
 ) -> Duration {
@@ -145,7 +203,7 @@ async fn batch<P: LengthPrefix>(
         for n in start..start + iters {
             let frame = fixture.frame(n);
             sent_tx.send(frame.clone()).expect("receiver alive");
-            tx.feed_frame(frame).await.expect("send");
+            tx.feed_bytes(frame).await.expect("send");
             if n % FLUSH_EVERY == 0 {
                 tx.flush().await.expect("flush");
             }
@@ -154,14 +212,31 @@ async fn batch<P: LengthPrefix>(
     };
     let receive = async {
         for _ in 0..iters {
-            let echo = rx.recv().await.expect("framing").expect("open");
+            let echo = rx.recv().await.expect("transport").expect("open");
             let sent = sent_rx.recv().await.expect("sent");
-            assert_eq!(echo.frame, sent, "echo altered or reordered");
+            assert_eq!(echo.bytes, sent, "echo altered or reordered");
             black_box(echo.result.expect("A verifies again"));
         }
     };
     tokio::join!(send, receive);
     began.elapsed()
+}
+
+fn bench_echo<T: Transport>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &Runtime,
+    fixture: &Fixture,
+    name: &str,
+    mut halves: Halves<T>,
+) {
+    let mut next = 0u64;
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let d = rt.block_on(batch(fixture, &mut halves, next, iters));
+            next += iters;
+            d
+        });
+    });
 }
 
 fn echo(c: &mut Criterion) {
@@ -188,24 +263,49 @@ fn echo(c: &mut Criterion) {
         });
     });
 
-    let (mut tx, mut rx) = connect::<Bijou64>(&rt);
-    let mut next = 0u64;
-    group.bench_function("echo_bijou64", |b| {
-        b.iter_custom(|iters| {
-            let d = rt.block_on(batch(&fixture, &mut tx, &mut rx, next, iters));
-            next += iters;
-            d
+    let (addr, audience) = rt.block_on(start_server(Carrier::Bijou64, true));
+    let halves = rt.block_on(connect_framed(addr, audience, Bijou64)).split();
+    bench_echo(&mut group, &rt, &fixture, "echo_bijou64", halves);
+
+    let (addr, audience) = rt.block_on(start_server(Carrier::Leb128, true));
+    let halves = rt.block_on(connect_framed(addr, audience, Leb128)).split();
+    bench_echo(&mut group, &rt, &fixture, "echo_leb128", halves);
+
+    let (addr, audience) = rt.block_on(start_server(Carrier::WebSocket, true));
+    let halves = rt.block_on(connect_ws(addr, audience)).split();
+    bench_echo(&mut group, &rt, &fixture, "echo_websocket", halves);
+    group.finish();
+
+    // Opening a connection: TCP connect (+ WebSocket upgrade) + handshake,
+    // against the handshake's cryptography and encoding alone.
+    let mut group = c.benchmark_group("handshake");
+    let client_key = SigningKey::from_bytes(&[0xA1; 32]);
+    let server_key = SigningKey::from_bytes(&[0xB0; 32]);
+    let responder = Responder::new(HandshakeConfig::default());
+    let mut nonce = 0u128;
+    group.bench_function("sans_io", |b| {
+        b.iter(|| {
+            nonce += 1;
+            let to = Audience::Known(server_key.peer_id());
+            let initiator = Initiator::new(&client_key, to, 1_700_000_000, nonce.to_be_bytes())
+                .expect("challenge");
+            let answer =
+                responder.answer(&server_key, initiator.challenge().clone(), 1_700_000_000);
+            black_box(answer.outcome.expect("accepted"));
+            black_box(
+                initiator
+                    .receive(answer.reply.expect("reply"))
+                    .expect("verified"),
+            )
         });
     });
-
-    let (mut tx, mut rx) = connect::<Leb128>(&rt);
-    let mut next = 0u64;
-    group.bench_function("echo_leb128", |b| {
-        b.iter_custom(|iters| {
-            let d = rt.block_on(batch(&fixture, &mut tx, &mut rx, next, iters));
-            next += iters;
-            d
-        });
+    let (addr, audience) = rt.block_on(start_server(Carrier::Bijou64, false));
+    group.bench_function("tcp_bijou64", |b| {
+        b.iter(|| black_box(rt.block_on(connect_framed(addr, audience, Bijou64))));
+    });
+    let (addr, audience) = rt.block_on(start_server(Carrier::WebSocket, false));
+    group.bench_function("websocket", |b| {
+        b.iter(|| black_box(rt.block_on(connect_ws(addr, audience))));
     });
     group.finish();
 }

@@ -43,6 +43,7 @@ use bijou_frame::framing::message::{
     SyncMessage,
 };
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::framing::Connection;
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
@@ -77,9 +78,14 @@ struct Args {
     /// Blob size in bytes, or `mix`: 94% 100 B-2 KiB, 5% 2-16 KiB, 1% 64 KiB.
     #[arg(long, default_value = "mix")]
     blob_size: BlobSize,
-    /// Length prefix of the frames.
+    /// Length prefix of the frames (with `--transport tcp`).
     #[arg(long, value_enum, default_value_t = PrefixArg::Bijou64)]
     prefix: PrefixArg,
+    /// How messages travel over the TCP connection: `tcp`, behind a length
+    /// prefix, or `ws`, one binary WebSocket message each (no prefix; as
+    /// Subduction's servers speak).
+    #[arg(long, value_enum, default_value_t = TransportArg::Tcp)]
+    transport: TransportArg,
     /// Concurrent sending peers against the one echo server.
     #[arg(long, default_value_t = 1)]
     peers: u32,
@@ -96,6 +102,14 @@ struct Args {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TransportArg {
+    /// Length-prefixed frames over TCP (default).
+    Tcp,
+    /// WebSocket binary messages over TCP.
+    Ws,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -192,9 +206,11 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
             "echo server B {} listening on {} ({}); Ctrl-C to stop",
             server.key.peer_id(),
             listener.local_addr()?,
-            P::NAME
+            transport_name::<P>(args.transport)
         );
-        Arc::new(server).serve::<P>(listener, true).await;
+        Arc::new(server)
+            .serve::<P>(listener, args.transport, true)
+            .await;
         return Ok(true);
     }
     let (addr, server) = match args.connect {
@@ -204,7 +220,8 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
             let addr = listener.local_addr()?;
             let server = Arc::new(Server::new(new_key()));
             let serving = Arc::clone(&server);
-            tokio::spawn(async move { serving.serve::<P>(listener, false).await });
+            let transport = args.transport;
+            tokio::spawn(async move { serving.serve::<P>(listener, transport, false).await });
             (addr, Some(server))
         }
     };
@@ -214,11 +231,14 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
         (None, None) => Audience::Discover(discovery_id()),
     };
     let seed = args.seed.unwrap_or_else(rand::random);
+    if args.capture.is_some() && args.transport == TransportArg::Ws {
+        return Err("--capture records length-prefixed frames: use it with --transport tcp".into());
+    }
     println!(
-        "bijou-frame echo: {} peer(s) x {} frames over TCP {addr}, prefix {}, blobs {}, seed {seed}",
+        "bijou-frame echo: {} peer(s) x {} frames over TCP {addr}, {}, blobs {}, seed {seed}",
         args.peers,
         args.count,
-        P::NAME,
+        transport_name::<P>(args.transport),
         match args.blob_size {
             BlobSize::Mix => "mix (100 B-2 KiB, some 2-16 KiB, 1% 64 KiB)".to_owned(),
             BlobSize::Fixed(n) => format!("{n} B"),
@@ -232,6 +252,7 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
     for i in 0..args.peers {
         let job = ClientJob {
             addr,
+            transport: args.transport,
             audience,
             count: args.count,
             blob_size: args.blob_size,
@@ -280,6 +301,14 @@ async fn run<P: LengthPrefix>(args: &Args) -> Result<bool, AnyError> {
     Ok(report.print(total, elapsed, server_rejected, server.as_deref()))
 }
 
+/// How the run's messages travel, for the banners.
+fn transport_name<P: LengthPrefix>(transport: TransportArg) -> String {
+    match transport {
+        TransportArg::Tcp => format!("prefix {}", P::NAME),
+        TransportArg::Ws => "WebSocket binary messages".to_owned(),
+    }
+}
+
 fn progress_bar(total: u64) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -316,7 +345,12 @@ impl Server {
         }
     }
 
-    async fn serve<P: LengthPrefix>(self: Arc<Self>, listener: TcpListener, log: bool) {
+    async fn serve<P: LengthPrefix>(
+        self: Arc<Self>,
+        listener: TcpListener,
+        transport: TransportArg,
+        log: bool,
+    ) {
         let this = self;
         loop {
             let Ok((stream, peer_addr)) = listener.accept().await else {
@@ -324,7 +358,7 @@ impl Server {
             };
             let this = Arc::clone(&this);
             tokio::spawn(async move {
-                let result = this.echo::<P>(stream).await;
+                let result = this.accept::<P>(stream, transport).await;
                 if log {
                     match result {
                         Ok((peer, echoed, rejected)) => println!(
@@ -338,23 +372,45 @@ impl Server {
         }
     }
 
-    /// Verifies and echoes one connection's frames; a reader task verifies,
-    /// a writer task echoes (batching flushes while frames keep coming).
-    async fn echo<P: LengthPrefix>(
+    /// Accepts one connection on `transport` and echoes it.
+    async fn accept<P: LengthPrefix>(
         &self,
         stream: TcpStream,
+        transport: TransportArg,
     ) -> Result<(PeerId, u64, u64), AnyError> {
         stream.set_nodelay(true)?;
-        let conn = Connection::accept(stream, P::default(), &self.key, &self.responder).await?;
+        match transport {
+            TransportArg::Tcp => {
+                let framed = FramedTransport::new(stream, P::default());
+                self.echo(Connection::accept(framed, &self.key, &self.responder).await?)
+                    .await
+            }
+            TransportArg::Ws => {
+                let upgrade = websocket::accept(stream);
+                let ws = tokio::time::timeout(UPGRADE_TIMEOUT, upgrade)
+                    .await
+                    .map_err(|_| "WebSocket upgrade timed out")??;
+                self.echo(Connection::accept(ws, &self.key, &self.responder).await?)
+                    .await
+            }
+        }
+    }
+
+    /// Verifies and echoes one connection's frames; a reader task verifies,
+    /// a writer task echoes (batching flushes while frames keep coming).
+    async fn echo<T: Transport + Send + 'static>(
+        &self,
+        conn: Connection<T>,
+    ) -> Result<(PeerId, u64, u64), AnyError> {
         self.handshakes.fetch_add(1, Ordering::Relaxed);
         let peer = conn.remote_peer();
         let (mut tx, mut rx) = conn.split();
         let (queue, mut frames) = mpsc::channel::<Bytes>(256);
         let writer = tokio::spawn(async move {
             while let Some(frame) = frames.recv().await {
-                tx.feed_frame(frame).await?;
+                tx.feed_bytes(frame).await?;
                 while let Ok(more) = frames.try_recv() {
-                    tx.feed_frame(more).await?;
+                    tx.feed_bytes(more).await?;
                 }
                 tx.flush().await?;
             }
@@ -366,7 +422,7 @@ impl Server {
                 Ok(_) => {
                     echoed += 1;
                     self.verified.fetch_add(1, Ordering::Relaxed);
-                    if queue.send(received.frame).await.is_err() {
+                    if queue.send(received.bytes).await.is_err() {
                         break;
                     }
                 }
@@ -389,8 +445,12 @@ impl Server {
 
 // ---------------------------------------------------------------- client (A)
 
+/// Bound on a WebSocket upgrade.
+const UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
+
 struct ClientJob {
     addr: SocketAddr,
+    transport: TransportArg,
     audience: Audience,
     count: u64,
     blob_size: BlobSize,
@@ -428,22 +488,42 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, AnyError> {
         copy: job.capture.then(|| Arc::clone(&captured)),
     };
     let t0 = Instant::now();
-    let conn = Connection::connect(
-        io,
-        P::default(),
-        &key,
-        job.audience,
-        &HandshakeConfig::default(),
-    )
-    .await
-    .map_err(|e: HandshakeError| format!("handshake failed: {e}"))?;
-    let handshake = t0.elapsed();
+    let config = HandshakeConfig::default();
+    let capture = job.capture.then_some(captured);
+    match job.transport {
+        TransportArg::Tcp => {
+            let framed = FramedTransport::new(io, P::default());
+            let conn = Connection::connect(framed, &key, job.audience, &config)
+                .await
+                .map_err(|e: HandshakeError| format!("handshake failed: {e}"))?;
+            session(job, key, conn, t0.elapsed(), capture).await
+        }
+        TransportArg::Ws => {
+            let url = format!("ws://{}/", job.addr);
+            let ws = websocket::client(io, url.as_str()).await?;
+            let conn = Connection::connect(ws, &key, job.audience, &config)
+                .await
+                .map_err(|e: HandshakeError| format!("handshake failed: {e}"))?;
+            session(job, key, conn, t0.elapsed(), capture).await
+        }
+    }
+}
+
+/// Sends the job's commits on an established connection and checks the
+/// echoes.
+async fn session<T: Transport + Send + 'static>(
+    job: ClientJob,
+    key: SigningKey,
+    conn: Connection<T>,
+    handshake: Duration,
+    captured: Option<Arc<Mutex<Vec<u8>>>>,
+) -> Result<Outcome, AnyError> {
     let remote = conn.remote_peer();
     let (mut tx, rx) = conn.split();
 
     let window = Arc::new(Semaphore::new(job.window as usize));
     let (in_flight, pending) = mpsc::unbounded_channel::<(Bytes, Instant)>();
-    let checker = tokio::spawn(check_echoes::<P>(
+    let checker = tokio::spawn(check_echoes(
         rx,
         pending,
         Arc::clone(&window),
@@ -476,7 +556,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, AnyError> {
         if in_flight.send((frame.clone(), Instant::now())).is_err() {
             break; // the checker stopped: it reports why
         }
-        tx.send_frame(frame).await?;
+        tx.send_bytes(frame).await?;
     }
     drop(in_flight);
     let mut outcome = checker.await??;
@@ -489,7 +569,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, AnyError> {
     outcome.lost = job
         .count
         .saturating_sub(outcome.echoed + outcome.altered + outcome.reordered);
-    if job.capture {
+    if let Some(captured) = captured {
         outcome.capture = Some(
             captured
                 .lock()
@@ -505,8 +585,8 @@ const ECHO_IDLE: Duration = Duration::from_secs(10);
 
 /// Reads the echoes: each must be the next frame sent, byte for byte, and
 /// verify again.
-async fn check_echoes<P: LengthPrefix>(
-    mut rx: ConnectionReceiver<Tee<TcpStream>, P>,
+async fn check_echoes<T: Transport>(
+    mut rx: ConnectionReceiver<T>,
     mut pending: mpsc::UnboundedReceiver<(Bytes, Instant)>,
     window: Arc<Semaphore>,
     count: u64,
@@ -556,9 +636,9 @@ async fn check_echoes<P: LengthPrefix>(
             out.altered += 1;
             continue;
         };
-        if received.frame != sent {
+        if received.bytes != sent {
             // Some later frame, or nothing we sent?
-            if let Some(pos) = expected.iter().position(|(f, _)| *f == received.frame) {
+            if let Some(pos) = expected.iter().position(|(f, _)| *f == received.bytes) {
                 out.reordered += 1;
                 problem(
                     &mut out,
@@ -764,6 +844,16 @@ mod tests {
         assert!(run::<Bijou64>(&a).await.expect("runs"));
         assert!(run::<Leb128>(&a).await.expect("runs"));
         assert!(run::<U32Be>(&a).await.expect("runs"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn websocket_run_echoes_every_frame_with_several_peers() {
+        let a = args(&["--count", "150", "--peers", "2", "--transport", "ws"]);
+        assert_eq!(a.transport, TransportArg::Ws);
+        assert!(run::<Bijou64>(&a).await.expect("runs"));
+        // A capture of length-prefixed frames makes no sense over WebSocket.
+        let a = args(&["--transport", "ws", "--capture", "x.cap"]);
+        assert!(run::<Bijou64>(&a).await.is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

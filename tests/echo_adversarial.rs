@@ -15,6 +15,7 @@ use bijou_frame::framing::handshake::{HandshakeConfig, HandshakeError};
 use bijou_frame::framing::message::{
     Audience, HandshakeMessage, Message, RejectionReason, SedimentreeId, VerifyItemError,
 };
+use bijou_frame::framing::transport::FramedTransport;
 use bijou_frame::framing::{prefix::Bijou64, Connection, FrameCodec};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, BlobMismatch, Identity, VerifyError};
 use bytes::{Bytes, BytesMut};
@@ -43,11 +44,13 @@ async fn run() {
     let tap = Arc::new(Mutex::new(Vec::new()));
     let stream = TcpStream::connect(server.addr).await.expect("connect");
     let honest = Connection::connect(
-        Tee {
-            inner: stream,
-            copy: Arc::clone(&tap),
-        },
-        Bijou64,
+        FramedTransport::new(
+            Tee {
+                inner: stream,
+                copy: Arc::clone(&tap),
+            },
+            Bijou64,
+        ),
         &honest_key,
         Audience::Known(server.peer),
         &HandshakeConfig::default(),
@@ -107,10 +110,10 @@ async fn run() {
     let last = tampered.len() - 1;
     tampered[last] ^= 0x01;
 
-    evil.send_frame(good.clone()).await.expect("send");
-    evil.send_frame(forged.into()).await.expect("send");
-    evil.send_frame(tampered.into()).await.expect("send");
-    evil.send_frame(good.clone()).await.expect("send");
+    evil.send_bytes(good.clone()).await.expect("send");
+    evil.send_bytes(forged.into()).await.expect("send");
+    evil.send_bytes(tampered.into()).await.expect("send");
+    evil.send_bytes(good.clone()).await.expect("send");
     // Only the good frames come back, byte for byte: the connection
     // stayed up.
     for _ in 0..2 {
@@ -119,7 +122,7 @@ async fn run() {
             .expect("echo in time")
             .expect("framing ok")
             .expect("still open");
-        assert_eq!(echo.frame, good);
+        assert_eq!(echo.bytes, good);
         echo.result.expect("verifies");
     }
     drop(evil);

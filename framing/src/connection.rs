@@ -1,29 +1,41 @@
 //! [`Connection`]: an authenticated peer connection over any
-//! `AsyncRead + AsyncWrite`.
+//! [`Transport`]: a framed byte stream (TCP, pipes, QUIC streams) or a
+//! WebSocket.
 //!
 //! ```text
-//!   Connection::connect / accept  ── handshake (256-byte frame limit) ──► Connection
+//!   Connection::connect / accept  ── handshake (256-byte limit) ──► Connection
 //!
-//!   send(&Message)      ──encode──► frame ──► wire
-//!   send_frame(Bytes)   ───────────► frame ──► wire        (forward received bytes untouched)
+//!   Sink<Message>, Sink<&Message>   ──encode──► message ──► transport
+//!   send_bytes / feed_bytes (Bytes) ───────────► message ──► transport
+//!                                    (forward received bytes untouched)
+//!   handshake messages after the handshake: refused (SendError::HandshakeAfterHandshake)
 //!
-//!   recv() ──► Ok(Some(Received { frame, result }))
-//!                 result = Ok(VerifiedMessage)   every signed item passed verify_strict,
-//!                                                the scope check and the blob check
-//!                        = Err(Rejected)         malformed, bad signature, blob mismatch, ...:
-//!                                                reported, and the connection stays up
-//!          ──► Ok(None)                          the peer closed cleanly
-//!          ──► Err(FrameError)                   framing error: the connection is over
+//!   Stream ──► Some(Ok(Received { bytes, result }))
+//!                 result = Ok(VerifiedMessage)   items: every signed item that passed
+//!                                                verify_strict, the scope and the blob check;
+//!                                                rejected: the BatchSyncResponse items that
+//!                                                did not, by index and reason
+//!                        = Err(Rejected)         malformed, a bad LooseCommit/Fragment,
+//!                                                a handshake message: reported, and the
+//!                                                connection stays up
+//!          ──► Some(Err(TransportError))         the transport failed: the stream ends
+//!          ──► None                              the peer closed
 //! ```
 //!
-//! Each received item keeps the exact frame bytes, so a relay or an echo
+//! Each received item keeps the exact message bytes, so a relay or an echo
 //! server can forward what it received byte for byte after verifying it.
+//! Verification is paced by a [`VerifyBudget`], and a message being
+//! verified lives in the connection, not in a future: a cancelled `next`
+//! or [`recv`](Connection::recv) loses nothing. When the peer disconnects,
+//! every message the transport had already received is still delivered
+//! before the end.
 //!
 //! ```
 //! use bijou_framing::handshake::{HandshakeConfig, Responder};
 //! use bijou_framing::message::*;
-//! use bijou_framing::{prefix::Bijou64, Connection};
+//! use bijou_framing::{prefix::Bijou64, transport::FramedTransport, Connection};
 //! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+//! use futures::{SinkExt, StreamExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,9 +44,12 @@
 //! let (a, b) = tokio::io::duplex(64 * 1024);
 //! let responder = Responder::new(HandshakeConfig::default());
 //! let bob_id = bob.peer_id();
-//! let server = tokio::spawn(async move { Connection::accept(b, Bijou64, &bob, &responder).await });
+//! let server = tokio::spawn(async move {
+//!     Connection::accept(FramedTransport::new(b, Bijou64), &bob, &responder).await
+//! });
+//! let a = FramedTransport::new(a, Bijou64);
 //! let mut client =
-//!     Connection::connect(a, Bijou64, &alice, Audience::Known(bob_id), &HandshakeConfig::default()).await?;
+//!     Connection::connect(a, &alice, Audience::Known(bob_id), &HandshakeConfig::default()).await?;
 //! let mut server = server.await??;
 //! assert_eq!(server.remote_peer(), alice.peer_id());
 //!
@@ -45,7 +60,7 @@
 //! let msg = SyncMessage::LooseCommit(BlobMessage { id: tree, sender_heads: RemoteHeads::default(), item });
 //! client.send(&msg.clone().into()).await?;
 //!
-//! let received = server.recv().await?.expect("one message");
+//! let received = server.next().await.expect("one message")?;
 //! let verified = received.result?;
 //! assert_eq!(verified.message, msg);
 //! assert_eq!(verified.items.len(), 1);
@@ -53,44 +68,63 @@
 //! # }
 //! ```
 
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
 use bijou_codec::Wire;
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
-use futures::{SinkExt, Stream, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite};
+use futures::{Sink, SinkExt, Stream, StreamExt};
 
-use crate::framed_io::FramedIo;
 use crate::handshake::{self, Authenticated, HandshakeConfig, HandshakeError, Responder};
 use crate::message::{
     Audience, HandshakeMessage, Message, MessageError, SyncMessage, VerifiedItem, VerifyItemError,
+    HANDSHAKE_SCHEMA,
 };
+use crate::transport::{Transport, TransportError};
 use crate::verify_budget::Bucket;
-use crate::{
-    prefix::LengthPrefix, FrameError, MessageCodec, MessageFrame, SendError, VerifyBudget,
-};
+use crate::{MessageFrame, SendError, VerifyBudget};
 
-/// A sync message whose signed items all verified.
+/// A received sync message and its signed items, verified.
 #[derive(Debug, Clone)]
 pub struct VerifiedMessage {
-    /// The message as decoded.
+    /// The message as decoded. Its items are not all verified: use
+    /// [`VerifiedMessage::items`].
     pub message: SyncMessage,
-    /// Its signed items, verified (`verify_strict`, scope, blob), in wire
-    /// order; empty for messages without signed items.
+    /// The signed items that passed verification (`verify_strict`, scope,
+    /// blob), in wire order; empty for messages without signed items.
     pub items: Vec<VerifiedItem>,
+    /// The items of a `BatchSyncResponse` that failed, by index (wire order:
+    /// the diff's commits, then its fragments) and reason. Always empty for
+    /// a LooseCommit or Fragment message, which is rejected whole
+    /// ([`Rejected::Verify`]).
+    pub rejected: Vec<RejectedItem>,
 }
 
-/// Why a received frame was not accepted. The frame was consumed whole and
-/// the connection stays up.
+/// A signed item of a `BatchSyncResponse` that failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("signed item {index} rejected: {error}")]
+pub struct RejectedItem {
+    /// Its position in the message ([`SyncMessage::verify_item`] order).
+    pub index: usize,
+    /// Why.
+    #[source]
+    pub error: VerifyItemError,
+}
+
+/// Why a received message was not accepted. It was consumed whole and the
+/// connection stays up.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Rejected {
-    /// The frame does not hold a well-formed message.
+    /// The bytes do not hold a well-formed message.
     #[error("malformed message: {0}")]
     Malformed(#[source] MessageError),
-    /// A signed item failed verification: bad signature
-    /// ([`VerifyItemError::Signature`]), wrong document, or a blob that does
-    /// not match its signed size and digest ([`VerifyItemError::Blob`]).
+    /// The signed item of a LooseCommit or Fragment message failed
+    /// verification: bad signature ([`VerifyItemError::Signature`]), wrong
+    /// document, or a blob that does not match its signed size and digest
+    /// ([`VerifyItemError::Blob`]).
     #[error("signed item rejected: {0}")]
     Verify(#[source] VerifyItemError),
     /// A handshake message after the handshake completed.
@@ -98,68 +132,133 @@ pub enum Rejected {
     UnexpectedHandshake(Box<HandshakeMessage>),
 }
 
-/// One received frame: its exact bytes and what it held.
+/// One received message: its exact bytes and what it held.
 #[derive(Debug, Clone)]
 pub struct Received {
-    /// The frame's payload bytes, exactly as received (no prefix).
-    pub frame: Bytes,
+    /// The message's bytes, exactly as received (no frame prefix).
+    pub bytes: Bytes,
     /// The verified message, or why it was rejected.
     pub result: Result<VerifiedMessage, Rejected>,
 }
 
-/// Decodes and verifies one received frame (what [`Connection::recv`] does
-/// with each frame).
+/// Decodes and verifies one received message, all at once (what a
+/// [`Connection`] does with each message, without the pacing).
 ///
 /// ```
-/// use bijou_framing::connection::{verify_frame, Rejected};
-/// let received = verify_frame(bytes::Bytes::from_static(b"SUM\0junk"));
+/// use bijou_framing::connection::{verify_message, Rejected};
+/// let received = verify_message(bytes::Bytes::from_static(b"SUM\0junk"));
 /// assert!(matches!(received.result, Err(Rejected::Malformed(_))));
 /// ```
 #[must_use]
-pub fn verify_frame(frame: Bytes) -> Received {
-    verify(MessageFrame::decode(frame))
+pub fn verify_message(bytes: Bytes) -> Received {
+    match Pending::start(MessageFrame::decode(bytes)) {
+        Start::Answered(received) => received,
+        Start::Verify(mut pending) => {
+            let total = pending.message.signed_item_count();
+            pending
+                .verify_until(total)
+                .unwrap_or_else(|| pending.finish())
+        }
+    }
 }
 
-/// Verifies a decoded frame's signed items.
-fn verify(frame: MessageFrame) -> Received {
-    let result = match frame.message {
-        Err(e) => Err(Rejected::Malformed(e)),
-        Ok(Message::Handshake(h)) => Err(Rejected::UnexpectedHandshake(Box::new(h))),
-        Ok(Message::Sync(message)) => match message.verify() {
-            Ok(items) => Ok(VerifiedMessage { message, items }),
-            Err(e) => Err(Rejected::Verify(e)),
-        },
-    };
-    Received {
-        frame: frame.bytes,
-        result,
-    }
+/// A received message: either answered at once (malformed, a handshake
+/// message), or a sync message whose items are to be verified.
+enum Start {
+    Answered(Received),
+    Verify(Pending),
 }
 
 /// Signed items verified between two looks at the budget.
 const VERIFY_CHUNK: usize = 256;
 
-/// A sync message taken off the stream whose signed items are being
-/// verified. It lives in the connection, not in the `recv` future, so a
-/// cancelled `recv` loses nothing: the next call carries on where it
-/// stopped.
+/// A sync message taken off the transport whose signed items are being
+/// verified. It lives in the connection, not in a future, so a cancelled
+/// receive loses nothing: the next poll carries on where it stopped.
 #[derive(Debug)]
 struct Pending {
     bytes: Bytes,
     message: SyncMessage,
     items: Vec<VerifiedItem>,
+    rejected: Vec<RejectedItem>,
+    /// Whether a bad item rejects only itself (a BatchSyncResponse) or the
+    /// whole message (a LooseCommit or Fragment).
+    per_item: bool,
     /// The next item to verify.
     next: usize,
     /// Items already paid for from the budget.
     paid: usize,
 }
 
-/// The receiving side's state: the verification budget and the message
-/// being verified.
+impl Pending {
+    /// A sync message to verify, or the answer for anything else.
+    fn start(frame: MessageFrame) -> Start {
+        let result = match frame.message {
+            Ok(Message::Sync(message)) => {
+                let per_item = !matches!(
+                    message,
+                    SyncMessage::LooseCommit(_) | SyncMessage::Fragment(_)
+                );
+                return Start::Verify(Self {
+                    bytes: frame.bytes,
+                    items: Vec::with_capacity(message.signed_item_count()),
+                    rejected: Vec::new(),
+                    message,
+                    per_item,
+                    next: 0,
+                    paid: 0,
+                });
+            }
+            Err(e) => Rejected::Malformed(e),
+            Ok(Message::Handshake(h)) => Rejected::UnexpectedHandshake(Box::new(h)),
+        };
+        Start::Answered(Received {
+            bytes: frame.bytes,
+            result: Err(result),
+        })
+    }
+
+    /// Verifies items up to `end` (exclusive); `Some` if the whole message
+    /// is rejected.
+    fn verify_until(&mut self, end: usize) -> Option<Received> {
+        for index in self.next..end {
+            match self.message.verify_item(index) {
+                Some(Ok(item)) => self.items.push(item),
+                Some(Err(error)) if self.per_item => {
+                    self.rejected.push(RejectedItem { index, error });
+                }
+                Some(Err(error)) => {
+                    return Some(Received {
+                        bytes: std::mem::take(&mut self.bytes),
+                        result: Err(Rejected::Verify(error)),
+                    })
+                }
+                None => break,
+            }
+        }
+        self.next = end;
+        None
+    }
+
+    fn finish(self) -> Received {
+        Received {
+            bytes: self.bytes,
+            result: Ok(VerifiedMessage {
+                message: self.message,
+                items: self.items,
+                rejected: self.rejected,
+            }),
+        }
+    }
+}
+
+/// The receiving side's state: the verification budget, the message being
+/// verified, and whether the transport has ended.
 #[derive(Debug)]
 struct Receiving {
     budget: Bucket,
     pending: Option<Pending>,
+    ended: bool,
 }
 
 impl Receiving {
@@ -167,38 +266,38 @@ impl Receiving {
         Self {
             budget: Bucket::new(VerifyBudget::DEFAULT),
             pending: None,
+            ended: false,
         }
     }
 
-    /// The next received frame, verified with the budget's pacing: before
-    /// each chunk of signed items, waits until the budget allows it. Cancel
-    /// safe: every await leaves the state consistent.
-    async fn next<S>(&mut self, stream: &mut S) -> Result<Option<Received>, FrameError>
+    /// The next received message, verified with the budget's pacing:
+    /// before each chunk of signed items, waits until the budget allows it.
+    fn poll_next<S>(
+        &mut self,
+        cx: &mut Context<'_>,
+        transport: &mut S,
+    ) -> Poll<Option<Result<Received, TransportError>>>
     where
-        S: Stream<Item = Result<MessageFrame, FrameError>> + Unpin,
+        S: Stream<Item = Result<Bytes, TransportError>> + Unpin,
     {
         if self.pending.is_none() {
-            let frame = match stream.next().await {
-                None => return Ok(None),
-                Some(frame) => frame?,
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            let bytes = match ready!(transport.poll_next_unpin(cx)) {
+                Some(Ok(bytes)) => bytes,
+                Some(Err(e)) => {
+                    self.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                None => {
+                    self.ended = true;
+                    return Poll::Ready(None);
+                }
             };
-            match frame.message {
-                Ok(Message::Sync(message)) => {
-                    let count = message.signed_item_count();
-                    self.pending = Some(Pending {
-                        bytes: frame.bytes,
-                        items: Vec::with_capacity(count),
-                        message,
-                        next: 0,
-                        paid: 0,
-                    });
-                }
-                message => {
-                    return Ok(Some(verify(MessageFrame {
-                        bytes: frame.bytes,
-                        message,
-                    })))
-                }
+            match Pending::start(MessageFrame::decode(bytes)) {
+                Start::Verify(pending) => self.pending = Some(pending),
+                Start::Answered(received) => return Poll::Ready(Some(Ok(received))),
             }
         }
         while let Some(pending) = self.pending.as_mut() {
@@ -208,93 +307,115 @@ impl Receiving {
             }
             let end = total.min(pending.next.saturating_add(VERIFY_CHUNK));
             if pending.paid < end {
-                self.budget.spend(end - pending.paid).await;
+                ready!(self.budget.poll_spend(cx, end - pending.paid));
                 pending.paid = end;
             }
-            for index in pending.next..end {
-                match pending.message.verify_item(index) {
-                    Some(Ok(item)) => pending.items.push(item),
-                    Some(Err(e)) => {
-                        let bytes = std::mem::take(&mut pending.bytes);
-                        self.pending = None;
-                        return Ok(Some(Received {
-                            frame: bytes,
-                            result: Err(Rejected::Verify(e)),
-                        }));
-                    }
-                    None => break,
-                }
+            if let Some(rejected) = pending.verify_until(end) {
+                self.pending = None;
+                return Poll::Ready(Some(Ok(rejected)));
             }
-            pending.next = end;
         }
-        Ok(self.pending.take().map(|pending| Received {
-            frame: pending.bytes,
-            result: Ok(VerifiedMessage {
-                message: pending.message,
-                items: pending.items,
-            }),
-        }))
+        Poll::Ready(self.pending.take().map(|pending| Ok(pending.finish())))
     }
 }
 
-/// An authenticated connection; see the [module docs](self).
+/// What a [`Connection`] sends: a message to encode, or the bytes of one
+/// already encoded (for example a received message, forwarded untouched).
+#[derive(Debug, Clone)]
+pub enum Outgoing {
+    /// A message, encoded on the way out.
+    Message(Box<Message>),
+    /// An encoded message, sent as it is.
+    Encoded(Bytes),
+}
+
+impl From<Message> for Outgoing {
+    fn from(message: Message) -> Self {
+        Self::Message(Box::new(message))
+    }
+}
+
+impl From<Bytes> for Outgoing {
+    fn from(bytes: Bytes) -> Self {
+        Self::Encoded(bytes)
+    }
+}
+
+/// Encodes `message`, refusing a handshake message.
+fn encode_outgoing(message: &Message) -> Result<Bytes, SendError> {
+    if let Message::Handshake(h) = message {
+        return Err(SendError::HandshakeAfterHandshake {
+            kind: h.kind_name(),
+        });
+    }
+    Ok(message.encode()?)
+}
+
+/// Checks encoded bytes are not a handshake message.
+fn check_encoded(bytes: Bytes) -> Result<Bytes, SendError> {
+    if bytes.starts_with(&HANDSHAKE_SCHEMA) {
+        return Err(SendError::HandshakeAfterHandshake {
+            kind: "handshake message",
+        });
+    }
+    Ok(bytes)
+}
+
+/// An authenticated connection over a [`Transport`]; see the
+/// [module docs](self).
 #[derive(Debug)]
-pub struct Connection<T, P> {
-    framed: FramedIo<T, P>,
+pub struct Connection<T> {
+    transport: T,
     local: PeerId,
     remote: Authenticated,
     receiving: Receiving,
 }
 
-impl<T, P> Connection<T, P>
-where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
-{
-    /// Opens a connection as the initiator: frames `io` with `prefix`, and
-    /// runs the handshake with `signer`, addressed to `audience`.
+impl<T: Transport> Connection<T> {
+    /// Opens a connection as the initiator: runs the handshake on
+    /// `transport` with `signer`, addressed to `audience`
+    /// ([`handshake::initiate`]).
     ///
     /// # Errors
     ///
     /// [`HandshakeError`].
     pub async fn connect<S: Identity + ?Sized>(
-        io: T,
-        prefix: P,
+        mut transport: T,
         signer: &S,
         audience: Audience,
         config: &HandshakeConfig,
     ) -> Result<Self, HandshakeError> {
-        let mut framed = FramedIo::new(io, MessageCodec::with_prefix(prefix));
-        let remote = handshake::initiate(&mut framed, signer, audience, config).await?;
-        Ok(Self {
-            framed,
-            local: signer.peer_id(),
-            remote,
-            receiving: Receiving::new(),
-        })
+        let remote = handshake::initiate(&mut transport, signer, audience, config).await?;
+        Ok(Self::established(transport, signer.peer_id(), remote))
     }
 
-    /// Accepts a connection as the responder: frames `io` with `prefix`,
-    /// and answers the peer's challenge with `signer`.
+    /// Accepts a connection as the responder: answers the peer's challenge
+    /// on `transport` with `signer` ([`handshake::respond`]).
     ///
     /// # Errors
     ///
     /// [`HandshakeError`]; a refused challenge is
     /// [`HandshakeError::Refused`].
     pub async fn accept<S: Identity + ?Sized>(
-        io: T,
-        prefix: P,
+        mut transport: T,
         signer: &S,
         responder: &Responder,
     ) -> Result<Self, HandshakeError> {
-        let mut framed = FramedIo::new(io, MessageCodec::with_prefix(prefix));
-        let remote = handshake::respond(&mut framed, signer, responder).await?;
-        Ok(Self {
-            framed,
-            local: signer.peer_id(),
+        let remote = handshake::respond(&mut transport, signer, responder).await?;
+        Ok(Self::established(transport, signer.peer_id(), remote))
+    }
+
+    /// A connection on a `transport` whose handshake already completed
+    /// (for example by driving [`handshake::Initiator`] yourself): `local`
+    /// is our peer id, `remote` what the handshake established. Raise the
+    /// transport's maximum message length first.
+    pub fn established(transport: T, local: PeerId, remote: Authenticated) -> Self {
+        Self {
+            transport,
+            local,
             remote,
             receiving: Receiving::new(),
-        })
+        }
     }
 
     /// Our own peer id.
@@ -315,79 +436,78 @@ where
         &self.remote
     }
 
-    /// The maximum frame length now in force.
+    /// The transport.
     #[must_use]
-    pub fn max_frame_length(&self) -> usize {
-        self.framed.codec().max_frame_length()
+    pub fn get_ref(&self) -> &T {
+        &self.transport
     }
 
-    /// Encodes and sends `msg`, and flushes.
+    /// The transport, for example to change its maximum message length.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// The transport. A message taken off it whose verification had not
+    /// finished (only possible under a [`VerifyBudget`] wait) is dropped.
+    #[must_use]
+    pub fn into_inner(self) -> T {
+        self.transport
+    }
+
+    /// Receives the next message and verifies it: `Ok(None)` when the
+    /// peer closed. The same as the [`Stream`] with `Option` and `Result`
+    /// swapped.
     ///
     /// # Errors
     ///
-    /// [`SendError`]: the message does not encode, is too large, or the
-    /// transport failed.
-    pub async fn send(&mut self, msg: &Message) -> Result<(), SendError> {
-        SinkExt::<&Message>::send(&mut self.framed, msg).await
+    /// [`TransportError`]: the transport cannot continue; drop the
+    /// connection.
+    ///
+    /// Cancel safe: if the future is dropped (in `select!`, under a
+    /// timeout), a message already taken off the transport is kept, and
+    /// the next call returns it.
+    pub async fn recv(&mut self) -> Result<Option<Received>, TransportError> {
+        self.next().await.transpose()
     }
 
-    /// Sends one frame's bytes as they are (for example a received frame,
+    /// Sends encoded message bytes as they are (a received message,
     /// forwarded untouched), and flushes.
     ///
     /// # Errors
     ///
-    /// [`FrameError`]: too large, or the transport failed.
-    pub async fn send_frame(&mut self, frame: Bytes) -> Result<(), FrameError> {
-        SinkExt::<Bytes>::send(&mut self.framed, frame).await
+    /// [`SendError`]: a handshake message, too large, or the transport
+    /// failed.
+    pub async fn send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        SinkExt::<Outgoing>::send(self, Outgoing::Encoded(bytes)).await
     }
 
-    /// Queues one frame without flushing (see [`Connection::flush`]).
+    /// Queues encoded message bytes without flushing (see
+    /// [`Connection::flush`]).
     ///
     /// # Errors
     ///
-    /// [`FrameError`]: too large, or the transport failed.
-    pub async fn feed_frame(&mut self, frame: Bytes) -> Result<(), FrameError> {
-        SinkExt::<Bytes>::feed(&mut self.framed, frame).await
+    /// As [`Connection::send_bytes`].
+    pub async fn feed_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        SinkExt::<Outgoing>::feed(self, Outgoing::Encoded(bytes)).await
     }
 
-    /// Flushes queued frames.
+    /// Flushes queued messages (the same as the sink's flush, without
+    /// naming the item type).
     ///
     /// # Errors
     ///
-    /// [`FrameError::Io`].
-    pub async fn flush(&mut self) -> Result<(), FrameError> {
-        SinkExt::<Bytes>::flush(&mut self.framed).await
+    /// [`SendError::Transport`].
+    pub async fn flush(&mut self) -> Result<(), SendError> {
+        SinkExt::<Outgoing>::flush(self).await
     }
 
-    /// Flushes and shuts down the write side; the peer's
-    /// [`recv`](Connection::recv) then returns `Ok(None)`.
+    /// Flushes and closes the sending side; the peer's stream then ends.
     ///
     /// # Errors
     ///
-    /// [`FrameError::Io`].
-    pub async fn close(&mut self) -> Result<(), FrameError> {
-        SinkExt::<Bytes>::close(&mut self.framed).await
-    }
-
-    /// Receives the next frame and verifies it ([`verify_frame`]).
-    /// `Ok(None)` when the peer closed cleanly.
-    ///
-    /// # Errors
-    ///
-    /// [`FrameError`]: the stream cannot continue; drop the connection.
-    ///
-    /// Cancel safe: if the future is dropped (in `select!`, under a
-    /// timeout), a message already taken off the stream is kept, and the
-    /// next call returns it.
-    pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
-        self.receiving.next(&mut self.framed).await
-    }
-
-    /// Heap bytes the connection's read and write buffers hold right now
-    /// (none while it is idle; see [`FramedIo`]).
-    #[must_use]
-    pub fn buffered_capacity(&self) -> usize {
-        self.framed.buffered_capacity()
+    /// [`SendError::Transport`].
+    pub async fn close(&mut self) -> Result<(), SendError> {
+        SinkExt::<Outgoing>::close(self).await
     }
 
     /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
@@ -397,111 +517,233 @@ where
         self.receiving.budget.set_budget(budget);
     }
 
-    /// Splits into a sending and a receiving half that can be used from two
-    /// tasks.
+    /// Splits into a sending and a receiving half for two tasks;
+    /// [`ConnectionSender::reunite`] puts them back together.
     #[must_use]
-    pub fn split(self) -> (ConnectionSender<T, P>, ConnectionReceiver<T, P>) {
-        let (sink, stream) = self.framed.split();
+    pub fn split(self) -> (ConnectionSender<T>, ConnectionReceiver<T>) {
+        let (local, remote) = (self.local, self.remote);
+        let (sink, stream) = StreamExt::split::<Outgoing>(self);
         (
-            ConnectionSender { sink },
-            ConnectionReceiver {
-                stream,
-                remote: self.remote,
-                receiving: self.receiving,
+            ConnectionSender {
+                sink,
+                local,
+                remote,
             },
+            ConnectionReceiver { stream, remote },
         )
     }
+
+    fn start_send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        Pin::new(&mut self.transport)
+            .start_send(bytes)
+            .map_err(SendError::Transport)
+    }
 }
 
-/// The sending half of a [`Connection`].
+impl<T: Transport> Stream for Connection<T> {
+    type Item = Result<Received, TransportError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        this.receiving.poll_next(cx, &mut this.transport)
+    }
+}
+
+/// The sink methods every item type shares: readiness, flush and close are
+/// the transport's.
+macro_rules! connection_sink {
+    ($(@$lt:lifetime)? $item:ty, |$this:ident, $msg:ident| $send:expr) => {
+        impl<$($lt,)? T: Transport> Sink<$item> for Connection<T> {
+            type Error = SendError;
+
+            fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+                Pin::new(&mut self.get_mut().transport)
+                    .poll_ready(cx)
+                    .map_err(SendError::Transport)
+            }
+
+            fn start_send(self: Pin<&mut Self>, $msg: $item) -> Result<(), SendError> {
+                let $this = self.get_mut();
+                $send
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+                Pin::new(&mut self.get_mut().transport)
+                    .poll_flush(cx)
+                    .map_err(SendError::Transport)
+            }
+
+            fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+                Pin::new(&mut self.get_mut().transport)
+                    .poll_close(cx)
+                    .map_err(SendError::Transport)
+            }
+        }
+    };
+}
+
+connection_sink!(Message, |this, msg| {
+    let bytes = encode_outgoing(&msg)?;
+    this.start_send_bytes(bytes)
+});
+connection_sink!(@'a &'a Message, |this, msg| {
+    let bytes = encode_outgoing(msg)?;
+    this.start_send_bytes(bytes)
+});
+connection_sink!(Outgoing, |this, item| {
+    let bytes = match item {
+        Outgoing::Message(msg) => encode_outgoing(&msg)?,
+        Outgoing::Encoded(bytes) => check_encoded(bytes)?,
+    };
+    this.start_send_bytes(bytes)
+});
+
+/// The sending half of a [`Connection`]: a [`Sink`] of [`Message`]s, and
+/// of encoded bytes through [`ConnectionSender::send_bytes`].
 #[derive(Debug)]
-pub struct ConnectionSender<T, P> {
-    sink: SplitSink<FramedIo<T, P>, Bytes>,
-}
-
-impl<T, P> ConnectionSender<T, P>
-where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
-{
-    /// See [`Connection::send`].
-    ///
-    /// # Errors
-    ///
-    /// [`SendError`].
-    pub async fn send(&mut self, msg: &Message) -> Result<(), SendError> {
-        let frame = msg.encode()?;
-        self.sink.send(frame).await?;
-        Ok(())
-    }
-
-    /// See [`Connection::send_frame`].
-    ///
-    /// # Errors
-    ///
-    /// [`FrameError`].
-    pub async fn send_frame(&mut self, frame: Bytes) -> Result<(), FrameError> {
-        self.sink.send(frame).await
-    }
-
-    /// See [`Connection::feed_frame`].
-    ///
-    /// # Errors
-    ///
-    /// [`FrameError`].
-    pub async fn feed_frame(&mut self, frame: Bytes) -> Result<(), FrameError> {
-        self.sink.feed(frame).await
-    }
-
-    /// See [`Connection::flush`].
-    ///
-    /// # Errors
-    ///
-    /// [`FrameError`].
-    pub async fn flush(&mut self) -> Result<(), FrameError> {
-        self.sink.flush().await
-    }
-
-    /// Flushes and shuts down the write side.
-    ///
-    /// # Errors
-    ///
-    /// [`FrameError`].
-    pub async fn close(&mut self) -> Result<(), FrameError> {
-        self.sink.close().await
-    }
-}
-
-/// The receiving half of a [`Connection`].
-#[derive(Debug)]
-pub struct ConnectionReceiver<T, P> {
-    stream: SplitStream<FramedIo<T, P>>,
+pub struct ConnectionSender<T> {
+    sink: SplitSink<Connection<T>, Outgoing>,
+    local: PeerId,
     remote: Authenticated,
-    receiving: Receiving,
 }
 
-impl<T, P> ConnectionReceiver<T, P>
-where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
-{
+impl<T: Transport> ConnectionSender<T> {
+    /// Our own peer id.
+    #[must_use]
+    pub fn local_peer(&self) -> PeerId {
+        self.local
+    }
+
     /// The authenticated remote peer.
     #[must_use]
     pub fn remote_peer(&self) -> PeerId {
         self.remote.peer
     }
 
-    /// See [`Connection::set_verify_budget`].
-    pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
-        self.receiving.budget.set_budget(budget);
+    /// See [`Connection::send_bytes`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        self.sink.send(Outgoing::Encoded(bytes)).await
+    }
+
+    /// See [`Connection::feed_bytes`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn feed_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        self.sink.feed(Outgoing::Encoded(bytes)).await
+    }
+
+    /// See [`Connection::flush`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn flush(&mut self) -> Result<(), SendError> {
+        self.sink.flush().await
+    }
+
+    /// See [`Connection::close`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn close(&mut self) -> Result<(), SendError> {
+        self.sink.close().await
+    }
+
+    /// Puts the two halves of one connection back together.
+    ///
+    /// # Errors
+    ///
+    /// [`ReuniteError`], holding both halves, if they are not of the same
+    /// connection.
+    pub fn reunite(
+        self,
+        receiver: ConnectionReceiver<T>,
+    ) -> Result<Connection<T>, Box<ReuniteError<T>>> {
+        let (local, remote) = (self.local, self.remote);
+        self.sink.reunite(receiver.stream).map_err(|e| {
+            let futures::stream::ReuniteError(sink, stream) = e;
+            Box::new(ReuniteError(
+                ConnectionSender {
+                    sink,
+                    local,
+                    remote,
+                },
+                ConnectionReceiver {
+                    stream,
+                    remote: receiver.remote,
+                },
+            ))
+        })
+    }
+}
+
+impl<T: Transport> Sink<Message> for ConnectionSender<T> {
+    type Error = SendError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        self.get_mut().sink.poll_ready_unpin(cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<(), SendError> {
+        self.get_mut().sink.start_send_unpin(Outgoing::from(msg))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        self.get_mut().sink.poll_flush_unpin(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        self.get_mut().sink.poll_close_unpin(cx)
+    }
+}
+
+/// The receiving half of a [`Connection`]: the same [`Stream`].
+#[derive(Debug)]
+pub struct ConnectionReceiver<T> {
+    stream: SplitStream<Connection<T>>,
+    remote: Authenticated,
+}
+
+impl<T: Transport> ConnectionReceiver<T> {
+    /// The authenticated remote peer.
+    #[must_use]
+    pub fn remote_peer(&self) -> PeerId {
+        self.remote.peer
     }
 
     /// See [`Connection::recv`].
     ///
     /// # Errors
     ///
-    /// [`FrameError`]: drop the connection.
-    pub async fn recv(&mut self) -> Result<Option<Received>, FrameError> {
-        self.receiving.next(&mut self.stream).await
+    /// [`TransportError`]: drop the connection.
+    pub async fn recv(&mut self) -> Result<Option<Received>, TransportError> {
+        self.stream.next().await.transpose()
     }
 }
+
+impl<T: Transport> Stream for ConnectionReceiver<T> {
+    type Item = Result<Received, TransportError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().stream.poll_next_unpin(cx)
+    }
+}
+
+/// Two halves that are not of the same connection, given back.
+#[derive(Debug)]
+pub struct ReuniteError<T>(pub ConnectionSender<T>, pub ConnectionReceiver<T>);
+
+impl<T> std::fmt::Display for ReuniteError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("tried to reunite the halves of two different connections")
+    }
+}
+
+impl<T: std::fmt::Debug> std::error::Error for ReuniteError<T> {}

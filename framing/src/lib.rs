@@ -55,14 +55,20 @@
 //!
 //! ## Peers
 //!
+//! - [`transport`]: what carries whole messages: a [`Transport`] is a
+//!   `Sink<Bytes>` and a `Stream` of messages with a maximum length.
+//!   [`FramedTransport`](transport::FramedTransport) frames any
+//!   `AsyncRead + AsyncWrite` with a length prefix; `WebSocketTransport`
+//!   (feature `websocket`) speaks Subduction's WebSocket transport.
 //! - [`handshake`]: the Subduction-style mutual `SUH\0` handshake (signed
-//!   challenge and response, audience, clock drift, replay cache), with a
-//!   256-byte frame limit until it completes.
-//! - [`Connection`]: an authenticated connection over any
-//!   `AsyncRead + AsyncWrite`: send messages, receive them verified
-//!   (`verify_strict` plus the blob check) together with their exact frame
-//!   bytes. Bad signatures and blob mismatches are reported and the
-//!   connection stays up; framing errors close it.
+//!   challenge and response, audience, clock drift, replay cache) as sans-IO
+//!   state machines plus async drivers, with a 256-byte message limit until
+//!   it completes, on every transport.
+//! - [`Connection`]: an authenticated connection over any [`Transport`]: a
+//!   `Stream` of received messages, verified (`verify_strict` plus the
+//!   scope and blob checks) together with their exact bytes, and a `Sink`
+//!   of messages. Bad signatures and blob mismatches are reported and the
+//!   connection stays up; transport errors end it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -81,19 +87,20 @@ pub mod prefix;
 pub mod message;
 pub mod message_codec;
 
-// Peers: handshake and authenticated connections.
+// Peers: message transports, the sans-IO handshake and authenticated
+// connections.
 pub mod connection;
-pub mod framed_io;
 pub mod handshake;
+pub mod transport;
 pub mod verify_budget;
 
 pub use bijou_codec::Wire;
 pub use builder::Builder;
-pub use connection::{Connection, Received, Rejected, VerifiedMessage};
+pub use connection::{Connection, Received, Rejected, RejectedItem, VerifiedMessage};
 pub use error::FrameError;
 pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
-pub use framed_io::FramedIo;
 pub use handshake::{HandshakeConfig, HandshakeError, Responder};
 pub use message::{HandshakeMessage, Message, MessageError, SyncMessage};
 pub use message_codec::{MessageCodec, MessageFrame, SendError};
+pub use transport::{Transport, TransportError};
 pub use verify_budget::VerifyBudget;

@@ -185,6 +185,18 @@ pub enum SendError {
     /// The frame layer refused it (too large) or the transport failed.
     #[error(transparent)]
     Frame(#[from] FrameError),
+    /// The transport of a [`Connection`](crate::Connection) refused it
+    /// (too large) or failed.
+    #[error(transparent)]
+    Transport(#[from] crate::transport::TransportError),
+    /// A handshake message on an established
+    /// [`Connection`](crate::Connection): the handshake is over, so it is
+    /// refused and nothing is sent.
+    #[error("refused to send a {kind} after the handshake")]
+    HandshakeAfterHandshake {
+        /// What it was.
+        kind: &'static str,
+    },
 }
 
 impl From<io::Error> for SendError {

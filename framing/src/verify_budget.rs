@@ -38,6 +38,9 @@
 //! assert_eq!(VerifyBudget::DEFAULT.per_second(), 8_192);
 //! ```
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -92,6 +95,8 @@ pub(crate) struct Bucket {
     budget: VerifyBudget,
     tokens: f64,
     refilled: Instant,
+    /// The timer of a wait in progress.
+    wait: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl Bucket {
@@ -100,6 +105,7 @@ impl Bucket {
             budget,
             tokens: f64::from(budget.burst),
             refilled: Instant::now(),
+            wait: None,
         }
     }
 
@@ -116,20 +122,28 @@ impl Bucket {
             .min(f64::from(self.budget.burst));
     }
 
-    /// Waits until `n` verifications fit the budget, then spends them.
-    pub(crate) async fn spend(&mut self, n: usize) {
+    /// Spends `n` verifications once they fit the budget, waiting (a timer
+    /// held here, so a dropped poll loses nothing) until they do.
+    pub(crate) fn poll_spend(&mut self, cx: &mut Context<'_>, n: usize) -> Poll<()> {
         if n == 0 {
-            return;
+            return Poll::Ready(());
         }
         let n = n as f64;
-        let need = n.min(f64::from(self.budget.burst));
-        self.refill();
-        if self.tokens < need {
-            let missing = need - self.tokens;
-            let wait = Duration::from_secs_f64(missing / f64::from(self.budget.per_second));
-            tokio::time::sleep(wait).await;
+        if self.wait.is_none() {
+            let need = n.min(f64::from(self.budget.burst));
+            self.refill();
+            if self.tokens < need {
+                let missing = need - self.tokens;
+                let wait = Duration::from_secs_f64(missing / f64::from(self.budget.per_second));
+                self.wait = Some(Box::pin(tokio::time::sleep(wait)));
+            }
+        }
+        if let Some(wait) = self.wait.as_mut() {
+            ready!(wait.as_mut().poll(cx));
+            self.wait = None;
             self.refill();
         }
         self.tokens -= n;
+        Poll::Ready(())
     }
 }

@@ -10,8 +10,10 @@ use bijou_framing::message::{
     Audience, BatchSyncResponse, CommitId, LooseCommit, Message, MessageError, RemoteHeads,
     SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
+use bijou_framing::transport::FramedTransport;
 use bijou_framing::{prefix::Bijou64, Connection, Rejected, VerifyBudget};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+use futures::SinkExt;
 use tokio::io::DuplexStream;
 
 const NOW: u64 = 1_800_000_000;
@@ -24,19 +26,19 @@ fn config() -> HandshakeConfig {
 }
 
 async fn pair() -> (
-    Connection<DuplexStream, Bijou64>,
-    Connection<DuplexStream, Bijou64>,
+    Connection<FramedTransport<DuplexStream, Bijou64>>,
+    Connection<FramedTransport<DuplexStream, Bijou64>>,
 ) {
     let (a, b) = tokio::io::duplex(1 << 20);
     let server_key = SigningKey::from_bytes(&[2; 32]);
     let server_id = server_key.peer_id();
     let responder = Responder::new(config());
-    let server =
-        tokio::spawn(async move { Connection::accept(b, Bijou64, &server_key, &responder).await });
+    let server = tokio::spawn(async move {
+        Connection::accept(FramedTransport::new(b, Bijou64), &server_key, &responder).await
+    });
     let client_key = SigningKey::from_bytes(&[1; 32]);
     let client = Connection::connect(
-        a,
-        Bijou64,
+        FramedTransport::new(a, Bijou64),
         &client_key,
         Audience::Known(server_id),
         &config(),
@@ -89,7 +91,7 @@ async fn a_diff_repeating_one_signed_commit_costs_no_verification() {
     assert!(wire.len() > 10_000_000);
 
     let started = std::time::Instant::now();
-    let (sent, received) = tokio::join!(client.send_frame(wire.into()), server.recv());
+    let (sent, received) = tokio::join!(client.send_bytes(wire.into()), server.recv());
     sent.expect("send");
     let received = received.expect("frame").expect("one");
     let elapsed = started.elapsed();

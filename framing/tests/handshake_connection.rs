@@ -9,14 +9,17 @@ use std::time::Duration;
 use bijou_codec::Wire;
 use bijou_framing::connection::Rejected;
 use bijou_framing::handshake::{
-    Clock, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_FRAME_LENGTH,
+    Clock, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
 };
 use bijou_framing::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
     RejectionReason, RemoteHeads, Response, SedimentreeId, SignedItem, SyncMessage,
     VerifyItemError,
 };
-use bijou_framing::{prefix::Bijou64, Connection, FrameCodec, FrameError};
+use bijou_framing::transport::{FramedTransport, Transport};
+use bijou_framing::{
+    prefix::Bijou64, Connection, FrameCodec, FrameError, SendError, TransportError,
+};
 use bijou_signing::Blob;
 use bijou_signing::{
     ed25519_dalek::SigningKey, BlobMismatch, Digest, Identity, Signed, VerifyError,
@@ -71,7 +74,7 @@ async fn raw_challenge(
     let (a, b) = tokio::io::duplex(4096);
     let responder = responder.clone();
     let server = tokio::spawn(async move {
-        Connection::accept(b, Bijou64, &key(2), &responder)
+        Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder)
             .await
             .map(|_| ())
     });
@@ -103,11 +106,11 @@ async fn honest_handshake_authenticates_both_sides_and_raises_the_limit() {
     timeout(LIMIT, async {
         let (a, b) = tokio::io::duplex(4096);
         let responder = Responder::new(config());
-        let server =
-            tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &responder).await });
+        let server = tokio::spawn(async move {
+            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+        });
         let client = Connection::connect(
-            a,
-            Bijou64,
+            FramedTransport::new(a, Bijou64),
             &key(1),
             Audience::Known(key(2).peer_id()),
             &config(),
@@ -122,8 +125,14 @@ async fn honest_handshake_authenticates_both_sides_and_raises_the_limit() {
             client.authenticated().challenge_digest,
             server.authenticated().challenge_digest
         );
-        assert_eq!(client.max_frame_length(), config().max_frame_length);
-        assert_eq!(server.max_frame_length(), config().max_frame_length);
+        assert_eq!(
+            client.get_ref().max_message_length(),
+            config().max_message_length
+        );
+        assert_eq!(
+            server.get_ref().max_message_length(),
+            config().max_message_length
+        );
     })
     .await
     .expect("bounded");
@@ -183,12 +192,12 @@ async fn wrong_audience_is_refused_and_the_initiator_learns_why() {
     timeout(LIMIT, async {
         let (a, b) = tokio::io::duplex(4096);
         let responder = Responder::new(config());
-        let server =
-            tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &responder).await });
+        let server = tokio::spawn(async move {
+            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+        });
         // Addressed to key 3, delivered to key 2.
         let client = Connection::connect(
-            a,
-            Bijou64,
+            FramedTransport::new(a, Bijou64),
             &key(1),
             Audience::Known(key(3).peer_id()),
             &config(),
@@ -259,11 +268,11 @@ async fn default_drift_is_600_seconds_and_initiator_sees_clock_drift() {
         client_config.clock = Clock::fixed(NOW - 601);
         let (a, b) = tokio::io::duplex(4096);
         let responder = Responder::new(config());
-        let server =
-            tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &responder).await });
+        let server = tokio::spawn(async move {
+            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+        });
         let client = Connection::connect(
-            a,
-            Bijou64,
+            FramedTransport::new(a, Bijou64),
             &key(1),
             Audience::Known(key(2).peer_id()),
             &client_config,
@@ -334,7 +343,7 @@ async fn a_full_nonce_cache_lets_fresh_challenges_in_and_never_accepts_a_replay(
 /// A fake responder that reads the challenge and answers with `reply`.
 async fn fake_responder(
     make_reply: impl FnOnce(Signed<Challenge>) -> Bytes + Send + 'static,
-) -> Result<Connection<DuplexStream, Bijou64>, HandshakeError> {
+) -> Result<Connection<FramedTransport<DuplexStream, Bijou64>>, HandshakeError> {
     let (a, b) = tokio::io::duplex(4096);
     let server = tokio::spawn(async move {
         let mut server = raw(b);
@@ -346,8 +355,7 @@ async fn fake_responder(
         server // keep the stream open until the client is done
     });
     let result = Connection::connect(
-        a,
-        Bijou64,
+        FramedTransport::new(a, Bijou64),
         &key(1),
         Audience::Known(key(2).peer_id()),
         &config(),
@@ -431,16 +439,17 @@ async fn oversize_frame_before_the_handshake_is_a_framing_error() {
         // Toward the responder: a 300-byte frame instead of a challenge.
         let (a, b) = tokio::io::duplex(4096);
         let responder = Responder::new(config());
-        let server =
-            tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &responder).await });
+        let server = tokio::spawn(async move {
+            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+        });
         let mut client = raw(a);
         client
             .send(Bytes::from(vec![0u8; 300]))
             .await
             .expect("send");
         match server.await.expect("join") {
-            Err(HandshakeError::Frame(FrameError::TooLarge { len, max })) => {
-                assert_eq!((len, max), (300, HANDSHAKE_MAX_FRAME_LENGTH));
+            Err(HandshakeError::TooLarge { len, max }) => {
+                assert_eq!((len, max), (300, HANDSHAKE_MAX_MESSAGE_LENGTH));
             }
             other => panic!("expected TooLarge, got {other:?}"),
         }
@@ -448,10 +457,7 @@ async fn oversize_frame_before_the_handshake_is_a_framing_error() {
         // Toward the initiator: a megabyte announced as the "response".
         // Only the prefix is sent; the client refuses it from the prefix.
         let result = fake_responder(|_| Bytes::from(vec![0u8; 1 << 20])).await;
-        assert!(matches!(
-            result,
-            Err(HandshakeError::Frame(FrameError::TooLarge { .. }))
-        ));
+        assert!(matches!(result, Err(HandshakeError::TooLarge { .. })));
     })
     .await
     .expect("bounded");
@@ -463,13 +469,23 @@ async fn silent_peer_times_out_and_early_close_is_reported() {
         let mut c = config();
         c.timeout = Duration::from_millis(200);
         let (a, _keep_open) = tokio::io::duplex(4096);
-        let result =
-            Connection::connect(a, Bijou64, &key(1), Audience::Known(key(2).peer_id()), &c).await;
+        let result = Connection::connect(
+            FramedTransport::new(a, Bijou64),
+            &key(1),
+            Audience::Known(key(2).peer_id()),
+            &c,
+        )
+        .await;
         assert!(matches!(result, Err(HandshakeError::Timeout { .. })));
 
         let (a, b) = tokio::io::duplex(4096);
         drop(a);
-        let result = Connection::accept(b, Bijou64, &key(2), &Responder::new(config())).await;
+        let result = Connection::accept(
+            FramedTransport::new(b, Bijou64),
+            &key(2),
+            &Responder::new(config()),
+        )
+        .await;
         assert!(matches!(
             result,
             Err(HandshakeError::Closed {
@@ -498,11 +514,11 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
     timeout(LIMIT, async {
         let (a, b) = tokio::io::duplex(1 << 20);
         let responder = Responder::new(config());
-        let server =
-            tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &responder).await });
+        let server = tokio::spawn(async move {
+            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+        });
         let mut client = Connection::connect(
-            a,
-            Bijou64,
+            FramedTransport::new(a, Bijou64),
             &key(1),
             Audience::Known(key(2).peer_id()),
             &config(),
@@ -525,23 +541,26 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
         let big = Message::from(commit_message(&key(1), &vec![5u8; 64 * 1024], 2));
 
         let (forged, tampered) = (Bytes::from(forged), Bytes::from(tampered));
-        client.send_frame(forged.clone()).await.expect("send");
-        client.send_frame(tampered.clone()).await.expect("send");
+        client.send_bytes(forged.clone()).await.expect("send");
+        client.send_bytes(tampered.clone()).await.expect("send");
+        // A malformed handshake-schema message can only come from a peer
+        // that bypasses its Connection: send it through the transport.
         client
-            .send_frame(Bytes::from_static(b"SUH\0\x07"))
+            .get_mut()
+            .send(Bytes::from_static(b"SUH\0\x07"))
             .await
             .expect("send");
         client.send(&honest.clone().into()).await.expect("send");
         client.send(&big).await.expect("send");
 
         let r = server.recv().await.expect("frame").expect("open");
-        assert_eq!(r.frame, forged);
+        assert_eq!(r.bytes, forged);
         assert!(matches!(
             r.result,
             Err(Rejected::Verify(VerifyItemError::Signature(_)))
         ));
         let r = server.recv().await.expect("frame").expect("open");
-        assert_eq!(r.frame, tampered);
+        assert_eq!(r.bytes, tampered);
         assert!(matches!(
             r.result,
             Err(Rejected::Verify(VerifyItemError::Blob(
@@ -549,20 +568,33 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
             )))
         ));
         let r = server.recv().await.expect("frame").expect("open");
-        assert_eq!(&r.frame[..], b"SUH\0\x07");
+        assert_eq!(&r.bytes[..], b"SUH\0\x07");
         assert!(matches!(r.result, Err(Rejected::Malformed(_))));
         let r = server.recv().await.expect("frame").expect("open");
-        assert_eq!(r.frame, honest_bytes);
+        assert_eq!(r.bytes, honest_bytes);
         let v = r.result.expect("honest verifies");
         assert_eq!(v.message, honest);
         assert_eq!(v.items.len(), 1);
         let r = server.recv().await.expect("frame").expect("open");
-        assert_eq!(r.frame, big.encode().expect("encode"));
+        assert_eq!(r.bytes, big.encode().expect("encode"));
         assert!(r.result.is_ok());
 
-        // A handshake message after the handshake is reported, not obeyed.
+        // A handshake message after the handshake: our side refuses to
+        // send one, and a peer that sends one anyway (straight through its
+        // transport) is reported, not obeyed.
         let again = challenge_bytes(&key(1), Audience::Known(key(2).peer_id()), NOW, [1; 16]);
-        client.send_frame(again).await.expect("send");
+        assert!(matches!(
+            client.send_bytes(again.clone()).await,
+            Err(SendError::HandshakeAfterHandshake { .. })
+        ));
+        let hello = Message::Handshake(HandshakeMessage::Challenge(
+            Signed::decode(again.clone()).expect("challenge"),
+        ));
+        assert!(matches!(
+            client.send(hello).await,
+            Err(SendError::HandshakeAfterHandshake { kind: "challenge" })
+        ));
+        client.get_mut().send(again).await.expect("send");
         let r = server.recv().await.expect("frame").expect("open");
         assert!(matches!(r.result, Err(Rejected::UnexpectedHandshake(_))));
 
@@ -582,8 +614,9 @@ async fn framing_error_after_the_handshake_closes_the_connection() {
         // 158 = 0x9E), then a bijou64 length prefix that overflows u64.
         let (mut client, b) = tokio::io::duplex(4096);
         let responder = Responder::new(config());
-        let server =
-            tokio::spawn(async move { Connection::accept(b, Bijou64, &key(2), &responder).await });
+        let server = tokio::spawn(async move {
+            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+        });
         let hello = challenge_bytes(&key(1), Audience::Known(key(2).peer_id()), NOW, [3; 16]);
         let mut wire = vec![u8::try_from(hello.len()).expect("small")];
         wire.extend_from_slice(&hello);
@@ -592,7 +625,7 @@ async fn framing_error_after_the_handshake_closes_the_connection() {
         client.write_all(&[0xFF; 9]).await.expect("write");
         assert!(matches!(
             server.recv().await,
-            Err(FrameError::Overflow { .. })
+            Err(TransportError::Frame(FrameError::Overflow { .. }))
         ));
     })
     .await

@@ -16,9 +16,11 @@ use bijou_framing::message::{
     Audience, BlobMessage, CommitId, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage,
 };
+use bijou_framing::transport::FramedTransport;
 use bijou_framing::{prefix::Bijou64, Connection};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use cap::Cap;
+use futures::SinkExt;
 use tokio::net::{TcpListener, TcpStream};
 
 #[global_allocator]
@@ -71,10 +73,13 @@ async fn an_idle_authenticated_connection_keeps_at_most_8_kib() {
         let (server_io, _) = accepted.expect("accept");
         let client_io = connected.expect("connect");
         let (server, client) = tokio::join!(
-            Connection::accept(server_io, Bijou64, &server_key, &responder),
+            Connection::accept(
+                FramedTransport::new(server_io, Bijou64),
+                &server_key,
+                &responder
+            ),
             Connection::connect(
-                client_io,
-                Bijou64,
+                FramedTransport::new(client_io, Bijou64),
                 &client_key,
                 Audience::Known(server_id),
                 &client_config
@@ -96,7 +101,7 @@ async fn an_idle_authenticated_connection_keeps_at_most_8_kib() {
     let buffered: usize = clients
         .iter()
         .chain(&servers)
-        .map(Connection::buffered_capacity)
+        .map(|conn| conn.get_ref().buffered_capacity())
         .sum();
     eprintln!("buffers: {buffered} B in all");
     let held = ALLOCATOR.allocated().saturating_sub(before);

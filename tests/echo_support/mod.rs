@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use bijou_frame::framing::transport::FramedTransport;
 use bijou_frame::prelude::Wire;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,7 +61,13 @@ pub async fn start_server(key: SigningKey) -> EchoServer {
             let (key, responder, events) = (Arc::clone(&key), responder.clone(), events_tx.clone());
             tokio::spawn(async move {
                 stream.set_nodelay(true).expect("nodelay");
-                let mut conn = match Connection::accept(stream, Bijou64, &*key, &responder).await {
+                let mut conn = match Connection::accept(
+                    FramedTransport::new(stream, Bijou64),
+                    &*key,
+                    &responder,
+                )
+                .await
+                {
                     Ok(conn) => conn,
                     Err(e) => {
                         let _ = events.send(Event::HandshakeFailed(e));
@@ -72,7 +79,7 @@ pub async fn start_server(key: SigningKey) -> EchoServer {
                 while let Ok(Some(received)) = conn.recv().await {
                     match received.result {
                         Ok(_) => {
-                            if conn.send_frame(received.frame).await.is_err() {
+                            if conn.send_bytes(received.bytes).await.is_err() {
                                 break;
                             }
                             echoed += 1;
@@ -94,12 +101,11 @@ pub async fn connect(
     addr: std::net::SocketAddr,
     key: &SigningKey,
     server: PeerId,
-) -> Connection<TcpStream, Bijou64> {
+) -> Connection<FramedTransport<TcpStream, Bijou64>> {
     let stream = TcpStream::connect(addr).await.expect("connect");
     stream.set_nodelay(true).expect("nodelay");
     Connection::connect(
-        stream,
-        Bijou64,
+        FramedTransport::new(stream, Bijou64),
         key,
         Audience::Known(server),
         &HandshakeConfig::default(),
@@ -137,7 +143,7 @@ pub fn frame(msg: &SyncMessage) -> Bytes {
 /// that every echo is the frame sent, in order, and verifies again.
 /// Returns the number of frames echoed intact.
 pub async fn send_and_check<T>(
-    conn: Connection<T, Bijou64>,
+    conn: Connection<FramedTransport<T, Bijou64>>,
     frames: Vec<Bytes>,
     window: usize,
 ) -> u64
@@ -152,7 +158,7 @@ where
     let sender = tokio::spawn(async move {
         for f in frames {
             permits.acquire().await.expect("open").forget();
-            tx.send_frame(f).await.expect("send");
+            tx.send_bytes(f).await.expect("send");
         }
         tx
     });
@@ -163,7 +169,7 @@ where
             .unwrap_or_else(|_| panic!("echo {i}/{total} did not arrive"))
             .expect("no framing error")
             .unwrap_or_else(|| panic!("server closed after {i}/{total} echoes"));
-        assert_eq!(&got.frame, want, "echo {i} differs (altered or reordered)");
+        assert_eq!(&got.bytes, want, "echo {i} differs (altered or reordered)");
         got.result.expect("the echo verifies again");
         sem.add_permits(1);
         intact += 1;

@@ -1,9 +1,9 @@
-//! The Subduction-style mutual handshake (`SUH\0`) over a framed stream.
+//! The Subduction-style mutual handshake (`SUH\0`), sans-IO.
 //!
 //! ```text
 //!   initiator (client)                                   responder (server)
 //!   ------------------                                   ------------------
-//!   max frame = 256 B                                    max frame = 256 B
+//!   max message = 256 B                                  max message = 256 B
 //!   nonce <- 16 random bytes
 //!   Challenge{audience, now, nonce}, signed
 //!        |---------------- Challenge (158 B) ------------------>|
@@ -17,48 +17,88 @@
 //!   5. verify_strict(response signature)
 //!   6. response issuer == audience (if Known)
 //!   7. response digest == BLAKE3(my challenge)
-//!   max frame = configured (50 MiB default)              max frame = configured
+//!   max message = configured (50 MiB default)            max message = configured
 //!        |<=============== signed sync messages ===============>|
 //! ```
 //!
-//! Until the handshake completes, each side accepts frames of at most
-//! [`HANDSHAKE_MAX_FRAME_LENGTH`] bytes (a challenge is 158): an
-//! unauthenticated peer cannot make us buffer megabytes. Afterwards the
-//! configured maximum applies. The whole exchange is bounded by
-//! [`HandshakeConfig::timeout`].
+//! The two sides are plain state machines with no I/O and no clock of
+//! their own, like quinn-proto under quinn: messages, the time and the
+//! nonce go in; the message to send and the outcome come out.
+//!
+//! - [`Initiator::new`] signs the challenge ([`Initiator::challenge`]);
+//!   [`Initiator::receive`] checks the reply (steps 5-7).
+//! - [`Responder::answer`] checks a challenge (steps 1-4, also reachable
+//!   alone as [`Responder::check_challenge`]) and gives the reply to send:
+//!   a signed response or a rejection.
+//!
+//! [`initiate`] and [`respond`] drive them over any
+//! [`Transport`](crate::transport::Transport); [`Connection::connect`] and
+//! [`Connection::accept`] use those.
+//!
+//! Until the handshake completes, each side accepts messages of at most
+//! [`HANDSHAKE_MAX_MESSAGE_LENGTH`] bytes (a challenge is 158), on every
+//! transport: the drivers lower the transport's limit, and the state
+//! machines check it again. An unauthenticated peer cannot make us buffer
+//! megabytes. Afterwards the configured maximum applies. The drivers bound
+//! the whole exchange by [`HandshakeConfig::timeout`].
 //!
 //! Replay protection: the responder remembers every accepted
 //! `(issuer, nonce)` in a [`NonceCache`] shared by all its connections, until
 //! the challenge's timestamp plus the maximum drift, which is the whole window in which a recorded
 //! challenge would still pass the drift check (see [`nonce_cache`]).
 //!
-//! Use the handshake through [`Connection::connect`] and
-//! [`Connection::accept`](crate::Connection::accept).
+//! ```
+//! use bijou_framing::handshake::{HandshakeConfig, Initiator, Responder};
+//! use bijou_framing::message::Audience;
+//! use bijou_signing::{ed25519_dalek::SigningKey, Identity};
+//!
+//! let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+//! let responder = Responder::new(HandshakeConfig::default());
+//! let now = 1_700_000_000;
+//!
+//! let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+//! let answer = responder.answer(&bob, initiator.challenge().clone(), now);
+//! let at_bob = answer.outcome?;
+//! let at_alice = initiator.receive(answer.reply.expect("a response"))?;
+//! assert_eq!((at_bob.peer, at_alice.peer), (alice.peer_id(), bob.peer_id()));
+//! assert_eq!(at_bob.challenge_digest, at_alice.challenge_digest);
+//!
+//! // The same challenge again is a replay: refused, with a rejection to send.
+//! let again = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+//! let answer = responder.answer(&bob, again.challenge().clone(), now);
+//! assert!(answer.outcome.is_err());
+//! assert!(answer.reply.is_some());
+//! # Ok::<(), bijou_framing::HandshakeError>(())
+//! ```
 //!
 //! [`Connection::connect`]: crate::Connection::connect
+//! [`Connection::accept`]: crate::Connection::accept
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bijou_signing::{Digest, Identity, PeerId, SealError, Signed, Verified, VerifyError};
+use bijou_codec::Wire;
+use bijou_signing::{Digest, Identity, PeerId, SealError, VerifyError};
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::message::{
-    Audience, Challenge, HandshakeMessage, Message, MessageError, Rejection, RejectionReason,
-    Response,
+    Audience, Challenge, HandshakeMessage, Message, MessageError, RejectionReason,
 };
-use crate::{
-    framed_io::FramedIo, prefix::LengthPrefix, FrameError, SendError, DEFAULT_MAX_FRAME_LENGTH,
-};
+use crate::transport::{Transport, TransportError};
+use crate::DEFAULT_MAX_FRAME_LENGTH;
 
+mod initiator;
 pub mod nonce_cache;
+mod responder;
 
+pub use initiator::Initiator;
 pub use nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
+pub use responder::{Answer, Refusal, Responder};
 
-/// Largest frame either side accepts before the handshake completes. The
+/// Largest message either side accepts before the handshake completes. The
 /// largest handshake message is a 158-byte challenge.
-pub const HANDSHAKE_MAX_FRAME_LENGTH: usize = 256;
+pub const HANDSHAKE_MAX_MESSAGE_LENGTH: usize = 256;
 
 /// Default maximum clock difference between the peers: 600 s.
 pub const DEFAULT_MAX_DRIFT: Duration = Duration::from_secs(600);
@@ -141,7 +181,7 @@ impl std::fmt::Debug for Clock {
 ///
 /// let mut config = HandshakeConfig::default();
 /// config.max_drift = Duration::from_secs(30);
-/// config.max_frame_length = 1 << 20;
+/// config.max_message_length = 1 << 20;
 /// assert_eq!(config.timeout, Duration::from_secs(10));
 /// ```
 #[derive(Debug, Clone)]
@@ -150,9 +190,9 @@ pub struct HandshakeConfig {
     /// Largest accepted difference between a challenge's timestamp and the
     /// responder's clock ([`DEFAULT_MAX_DRIFT`]).
     pub max_drift: Duration,
-    /// Maximum frame length after the handshake
-    /// ([`DEFAULT_MAX_FRAME_LENGTH`]).
-    pub max_frame_length: usize,
+    /// Maximum message length after the handshake
+    /// ([`DEFAULT_MAX_FRAME_LENGTH`], 50 MiB, as in Subduction).
+    pub max_message_length: usize,
     /// Bound on the whole handshake ([`DEFAULT_HANDSHAKE_TIMEOUT`]).
     pub timeout: Duration,
     /// The clock, unix seconds ([`Clock::system`]); give each responder or
@@ -164,7 +204,7 @@ impl Default for HandshakeConfig {
     fn default() -> Self {
         Self {
             max_drift: DEFAULT_MAX_DRIFT,
-            max_frame_length: DEFAULT_MAX_FRAME_LENGTH,
+            max_message_length: DEFAULT_MAX_FRAME_LENGTH,
             timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             clock: Clock::system(),
         }
@@ -175,10 +215,21 @@ impl Default for HandshakeConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HandshakeError {
-    /// Framing or transport failure, including a handshake frame longer
-    /// than [`HANDSHAKE_MAX_FRAME_LENGTH`] ([`FrameError::TooLarge`]).
-    #[error("handshake framing failed: {0}")]
-    Frame(#[from] FrameError),
+    /// The transport failed (I/O, a malformed frame, a WebSocket text
+    /// message, ...).
+    #[error("transport failed during the handshake: {0}")]
+    Transport(#[source] TransportError),
+    /// A message longer than [`HANDSHAKE_MAX_MESSAGE_LENGTH`] before the
+    /// handshake completed.
+    #[error(
+        "handshake message of {len} bytes exceeds the pre-authentication maximum of {max} bytes"
+    )]
+    TooLarge {
+        /// The message's length.
+        len: u64,
+        /// [`HANDSHAKE_MAX_MESSAGE_LENGTH`].
+        max: usize,
+    },
     /// The peer closed the stream before the handshake completed.
     #[error("peer closed the stream during the handshake (waiting for {waiting_for})")]
     Closed {
@@ -254,156 +305,31 @@ pub struct Authenticated {
     pub remote_time: u64,
 }
 
-/// Why the responder refused a challenge: the reason it sends back, and
-/// the signature failure behind [`RejectionReason::InvalidSignature`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
-    /// The reason sent to the peer.
-    pub reason: RejectionReason,
-    /// The signature failure, for [`RejectionReason::InvalidSignature`].
-    pub signature: Option<VerifyError>,
-}
-
-impl Refusal {
-    const fn because(reason: RejectionReason) -> Self {
-        Self {
-            reason,
-            signature: None,
+impl From<TransportError> for HandshakeError {
+    /// A message over the pre-authentication limit is
+    /// [`HandshakeError::TooLarge`] on every transport.
+    fn from(err: TransportError) -> Self {
+        match err {
+            TransportError::TooLarge { len, max } => Self::TooLarge { len, max },
+            other => Self::Transport(other),
         }
     }
 }
 
-/// The accepting side's state: configuration, identity checks and the
-/// replay cache, shared by every connection it accepts (clones share the
-/// cache).
-///
-/// ```
-/// use bijou_framing::handshake::{HandshakeConfig, Responder};
-/// let responder = Responder::new(HandshakeConfig::default()).with_discovery_id([7; 32]);
-/// assert_eq!(responder.max_drift_secs(), 600);
-/// ```
-#[derive(Debug, Clone)]
-pub struct Responder {
-    config: HandshakeConfig,
-    discovery_id: Option<[u8; 32]>,
-    nonces: Arc<Mutex<NonceCache>>,
-}
-
-impl Responder {
-    /// A responder that accepts challenges addressed to its own key, with a
-    /// nonce cache of [`DEFAULT_NONCE_CAPACITY`] entries.
-    #[must_use]
-    pub fn new(config: HandshakeConfig) -> Self {
-        Self::with_nonce_capacity(config, DEFAULT_NONCE_CAPACITY)
-    }
-
-    /// Like [`Responder::new`] with a nonce cache of `capacity` entries
-    /// (see [`nonce_cache`] for how to size it against a flood).
-    #[must_use]
-    pub fn with_nonce_capacity(config: HandshakeConfig, capacity: usize) -> Self {
-        let cache = NonceCache::new(config.max_drift, capacity);
-        Self {
-            config,
-            discovery_id: None,
-            nonces: Arc::new(Mutex::new(cache)),
-        }
-    }
-
-    /// Also accept challenges addressed to this discovery id
-    /// ([`Audience::Discover`]).
-    #[must_use]
-    pub fn with_discovery_id(mut self, id: [u8; 32]) -> Self {
-        self.discovery_id = Some(id);
-        self
-    }
-
-    /// The configuration.
-    #[must_use]
-    pub fn config(&self) -> &HandshakeConfig {
-        &self.config
-    }
-
-    /// The drift the replay cache covers, in seconds: a nonce is kept until
-    /// its challenge's timestamp plus this.
-    #[must_use]
-    pub fn max_drift_secs(&self) -> u64 {
-        self.with_cache(|cache| cache.max_drift_secs())
-    }
-
-    /// The replay cache's current size and floor (see
-    /// [`NonceCache::floor`]).
-    #[must_use]
-    pub fn nonce_cache_state(&self) -> (usize, Option<u64>) {
-        self.with_cache(|cache| (cache.len(), cache.floor()))
-    }
-
-    fn with_cache<R>(&self, f: impl FnOnce(&mut NonceCache) -> R) -> R {
-        // A poisoned lock only means another task panicked mid-update; the
-        // cache's invariants hold between statements, so keep using it.
-        let mut guard = self
-            .nonces
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&mut guard)
-    }
-
-    /// The responder's checks (steps 1-4 in the [module docs](self)), in
-    /// order, on a challenge received at `now` (unix seconds) by the peer
-    /// `me`: `verify_strict`, audience, drift, then the nonce, which is
-    /// remembered only if every other check passed. Without I/O, so a
-    /// driver over any transport (or a test) calls it directly.
-    ///
-    /// # Errors
-    ///
-    /// The [`Refusal`] to send back.
-    pub fn check_challenge(
-        &self,
-        me: PeerId,
-        challenge: &Signed<Challenge>,
-        now: u64,
-    ) -> Result<Verified<Challenge>, Refusal> {
-        let verified = challenge.verify_strict().map_err(|e| Refusal {
-            reason: RejectionReason::InvalidSignature,
-            signature: Some(e),
-        })?;
-        let payload = verified.payload();
-        let audience_ok = match payload.audience {
-            Audience::Known(peer) => peer == me,
-            Audience::Discover(id) => self.discovery_id == Some(id),
-        };
-        if !audience_ok {
-            return Err(Refusal::because(RejectionReason::InvalidAudience));
-        }
-        // The drift check is the cache's (`OutsideWindow`): it judges the
-        // same window its retention covers, before remembering anything.
-        let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
-        match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, ts, now)) {
-            NonceCheck::Fresh => Ok(verified),
-            NonceCheck::Replayed | NonceCheck::PossibleReplay => {
-                Err(Refusal::because(RejectionReason::ReplayedNonce))
-            }
-            // Refused before anything is remembered: the peer's clock is too
-            // far from ours (for `FutureUnderLoad`: too far ahead, for now).
-            NonceCheck::OutsideWindow | NonceCheck::FutureUnderLoad => {
-                Err(Refusal::because(RejectionReason::ClockDrift))
-            }
-        }
-    }
-}
-
-async fn next_message<T, P>(
-    framed: &mut FramedIo<T, P>,
+/// Decodes a received handshake message: at most
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] bytes, well-formed, and a handshake
+/// message.
+fn decode_handshake(
+    message: Bytes,
     waiting_for: &'static str,
-) -> Result<HandshakeMessage, HandshakeError>
-where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
-{
-    let frame = match framed.next().await {
-        None => return Err(HandshakeError::Closed { waiting_for }),
-        Some(frame) => frame?,
-    };
-    match frame.message.map_err(HandshakeError::Malformed)? {
+) -> Result<HandshakeMessage, HandshakeError> {
+    if message.len() > HANDSHAKE_MAX_MESSAGE_LENGTH {
+        return Err(HandshakeError::TooLarge {
+            len: message.len() as u64,
+            max: HANDSHAKE_MAX_MESSAGE_LENGTH,
+        });
+    }
+    match Message::decode(message).map_err(HandshakeError::Malformed)? {
         Message::Handshake(msg) => Ok(msg),
         other => Err(HandshakeError::Unexpected {
             expected: waiting_for,
@@ -412,21 +338,14 @@ where
     }
 }
 
-async fn send<T, P>(
-    framed: &mut FramedIo<T, P>,
-    msg: HandshakeMessage,
-) -> Result<(), HandshakeError>
-where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
-{
-    framed
-        .send(Message::Handshake(msg))
-        .await
-        .map_err(|e| match e {
-            SendError::Frame(e) => HandshakeError::Frame(e),
-            SendError::Encode(e) => HandshakeError::Seal(SealError::Encode(e)),
-        })
+async fn next_message<T: Transport>(
+    transport: &mut T,
+    waiting_for: &'static str,
+) -> Result<Bytes, HandshakeError> {
+    match transport.next().await {
+        None => Err(HandshakeError::Closed { waiting_for }),
+        Some(message) => Ok(message?),
+    }
 }
 
 async fn bounded<F, R>(timeout: Duration, fut: F) -> Result<R, HandshakeError>
@@ -438,144 +357,67 @@ where
         .unwrap_or(Err(HandshakeError::Timeout { after: timeout }))
 }
 
-/// Runs the initiator's side on `framed`: sends a challenge for `audience`
-/// signed by `signer`, and checks the response (steps 5-7 in the
-/// [module docs](self)). On success the frame limit is raised to
-/// `config.max_frame_length`.
+/// Drives an [`Initiator`] over `transport`: sends a challenge for
+/// `audience` signed by `signer` (time from `config.clock`, a fresh random
+/// nonce), and checks the reply. The transport's maximum message length is
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and
+/// `config.max_message_length` after a success.
 ///
 /// # Errors
 ///
 /// [`HandshakeError`]; a refusal is [`HandshakeError::Rejected`].
-pub async fn initiate<T, P, S>(
-    framed: &mut FramedIo<T, P>,
+pub async fn initiate<T, S>(
+    transport: &mut T,
     signer: &S,
     audience: Audience,
     config: &HandshakeConfig,
 ) -> Result<Authenticated, HandshakeError>
 where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
+    T: Transport,
     S: Identity + ?Sized,
 {
-    framed
-        .codec_mut()
-        .set_max_frame_length(HANDSHAKE_MAX_FRAME_LENGTH);
-    let nonce: [u8; 16] = rand::random();
-    let challenge = Challenge::new(audience, config.clock.now(), nonce);
-    let expected = Response::for_challenge(&challenge, 0)
-        .map_err(SealError::from)?
-        .challenge_digest();
-    let signed = Signed::seal(signer, &challenge)?;
+    transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
+    let initiator = Initiator::new(signer, audience, config.clock.now(), rand::random())?;
     let authenticated = bounded(config.timeout, async {
-        send(framed, HandshakeMessage::Challenge(signed)).await?;
-        match next_message(framed, "response").await? {
-            HandshakeMessage::Response(response) => {
-                let response = response
-                    .verify_strict()
-                    .map_err(HandshakeError::ResponseSignature)?;
-                if let Audience::Known(expected) = audience {
-                    if response.peer_id() != expected {
-                        return Err(HandshakeError::WrongResponder {
-                            expected,
-                            found: response.peer_id(),
-                        });
-                    }
-                }
-                let found = response.payload().challenge_digest();
-                if found != expected {
-                    return Err(HandshakeError::ChallengeDigest { expected, found });
-                }
-                Ok(Authenticated {
-                    peer: response.peer_id(),
-                    challenge_digest: expected,
-                    remote_time: response.payload().server_timestamp,
-                })
-            }
-            HandshakeMessage::Rejection(Rejection { reason, timestamp }) => {
-                Err(HandshakeError::Rejected {
-                    reason,
-                    responder_time: timestamp,
-                })
-            }
-            HandshakeMessage::Challenge(_) => Err(HandshakeError::Unexpected {
-                expected: "response",
-                found: "challenge",
-            }),
-        }
+        transport.send(initiator.challenge().clone()).await?;
+        let reply = next_message(transport, "response").await?;
+        initiator.receive(reply)
     })
     .await?;
-    framed
-        .codec_mut()
-        .set_max_frame_length(config.max_frame_length);
+    transport.set_max_message_length(config.max_message_length);
     Ok(authenticated)
 }
 
-/// Runs the responder's side on `framed`: receives a challenge, checks it
-/// (steps 1-4 in the [module docs](self)), and answers with a signed
-/// response or a rejection. On success the frame limit is raised to the
-/// responder's `max_frame_length`.
+/// Drives the [`Responder`] over `transport`: receives a challenge,
+/// answers it ([`Responder::answer`]) with `signer`, and sends the reply.
+/// The transport's maximum message length is
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and the responder's
+/// `max_message_length` after a success.
 ///
 /// # Errors
 ///
 /// [`HandshakeError`]; a challenge we refused is
 /// [`HandshakeError::Refused`] (the rejection was sent).
-pub async fn respond<T, P, S>(
-    framed: &mut FramedIo<T, P>,
+pub async fn respond<T, S>(
+    transport: &mut T,
     signer: &S,
     responder: &Responder,
 ) -> Result<Authenticated, HandshakeError>
 where
-    T: AsyncRead + AsyncWrite + Unpin,
-    P: LengthPrefix,
+    T: Transport,
     S: Identity + ?Sized,
 {
-    framed
-        .codec_mut()
-        .set_max_frame_length(HANDSHAKE_MAX_FRAME_LENGTH);
+    transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
     let config = responder.config();
-    let me = signer.peer_id();
     let authenticated = bounded(config.timeout, async {
-        let challenge = match next_message(framed, "challenge").await? {
-            HandshakeMessage::Challenge(challenge) => challenge,
-            HandshakeMessage::Response(_) => {
-                return Err(HandshakeError::Unexpected {
-                    expected: "challenge",
-                    found: "response",
-                })
-            }
-            HandshakeMessage::Rejection(_) => {
-                return Err(HandshakeError::Unexpected {
-                    expected: "challenge",
-                    found: "rejection",
-                })
-            }
-        };
-        let now = config.clock.now();
-        match responder.check_challenge(me, &challenge, now) {
-            Ok(verified) => {
-                let digest = verified.digest();
-                let response = Response::new(digest, now);
-                let signed = Signed::seal(signer, &response)?;
-                send(framed, HandshakeMessage::Response(signed)).await?;
-                Ok(Authenticated {
-                    peer: verified.peer_id(),
-                    challenge_digest: digest,
-                    remote_time: verified.payload().timestamp,
-                })
-            }
-            Err(Refusal { reason, signature }) => {
-                let rejection = Rejection {
-                    reason,
-                    timestamp: now,
-                };
-                send(framed, HandshakeMessage::Rejection(rejection)).await?;
-                Err(HandshakeError::Refused { reason, signature })
-            }
+        let challenge = next_message(transport, "challenge").await?;
+        let answer = responder.answer(signer, challenge, config.clock.now());
+        if let Some(reply) = answer.reply {
+            transport.send(reply).await?;
         }
+        answer.outcome
     })
     .await?;
-    framed
-        .codec_mut()
-        .set_max_frame_length(config.max_frame_length);
+    transport.set_max_message_length(config.max_message_length);
     Ok(authenticated)
 }

@@ -47,7 +47,8 @@ pub mod sync_diff;
 pub use error::{MessageError, VerifyItemError};
 pub use fragment::{Checkpoint, Fragment};
 pub use handshake::{
-    Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response, HANDSHAKE_SCHEMA,
+    discovery_id, Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
+    HANDSHAKE_SCHEMA,
 };
 pub use ids::{CommitId, Fingerprint, FingerprintSeed, SedimentreeId};
 pub use loose_commit::LooseCommit;

@@ -24,6 +24,28 @@ pub enum Audience {
     Discover([u8; 32]),
 }
 
+/// The discovery id of a service name: its BLAKE3 hash, as Subduction
+/// derives it (`DiscoveryId::new`).
+///
+/// ```
+/// use bijou_framing::message::{discovery_id, Audience};
+/// assert_eq!(discovery_id(b"sync.example.com"), *blake3::hash(b"sync.example.com").as_bytes());
+/// assert_eq!(Audience::discover(b"sync.example.com"), Audience::Discover(discovery_id(b"sync.example.com")));
+/// ```
+#[must_use]
+pub fn discovery_id(service_name: &[u8]) -> [u8; 32] {
+    *blake3::hash(service_name).as_bytes()
+}
+
+impl Audience {
+    /// Whoever serves `service_name` ([`Audience::Discover`] of its
+    /// [`discovery_id`]).
+    #[must_use]
+    pub fn discover(service_name: &[u8]) -> Self {
+        Self::Discover(discovery_id(service_name))
+    }
+}
+
 /// The client's signed opening message (discriminant `00`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Challenge {

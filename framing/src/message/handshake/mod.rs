@@ -59,7 +59,7 @@ mod challenge;
 mod rejection;
 mod response;
 
-pub use challenge::{Audience, Challenge};
+pub use challenge::{discovery_id, Audience, Challenge};
 pub use rejection::{Rejection, RejectionReason};
 pub use response::Response;
 

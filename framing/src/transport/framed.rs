@@ -1,28 +1,36 @@
-//! [`FramedIo`]: typed messages over an `AsyncRead + AsyncWrite`, holding no
-//! buffer while idle.
+//! [`FramedTransport`]: messages behind a length prefix over any
+//! `AsyncRead + AsyncWrite`, holding no buffer while idle.
+//!
+//! ```text
+//! +---------------+-----------+---------------+-----------+---- ...
+//! | prefix (len0) | message 0 | prefix (len1) | message 1 |
+//! +---------------+-----------+---------------+-----------+---- ...
+//! ```
+//!
+//! The prefix is any [`LengthPrefix`]: bijou64 (the default), LEB128, or
+//! u32-BE (Subduction's QUIC framing). Decoding is [`FrameCodec`]'s: a
+//! prefix announcing more than the maximum is refused before anything is
+//! buffered, and memory grows with the bytes received, not with the
+//! lengths a peer announces.
 //!
 //! tokio-util's `Framed` keeps an 8 KiB read buffer and an 8 KiB write
 //! buffer per connection for as long as it lives, and whatever a burst of
 //! large frames grew them to. With anyone able to complete a handshake, a
-//! server with many idle peers pays that for each. `FramedIo` does the same
-//! job with [`MessageCodec`] and gives memory back as soon as it is not
-//! needed:
+//! server with many idle peers pays that for each. `FramedTransport` does
+//! the same job and gives memory back as soon as it is not needed:
 //!
 //! ```text
 //!   read:  buffer empty -> read into a 4 KiB stack scratch, copy what came
 //!          frame pending -> read straight into the buffer's spare capacity
 //!                           (the codec reserved it: at most 64 KiB ahead)
-//!          buffer drained -> dropped (frames already handed out keep their bytes)
-//!   write: messages are encoded in place into the write buffer;
+//!          buffer drained -> dropped (messages already handed out keep their bytes)
+//!   write: frames are written into the write buffer;
 //!          once flushed to the transport, the buffer is dropped
 //! ```
 //!
 //! So an idle connection holds no heap buffer at all (measured with 5,000
 //! loopback connections in `framing/tests/idle_memory.rs`), at the cost of
 //! one copy of at most 4 KiB for the first read after idling.
-//!
-//! It is a [`Stream`] of [`MessageFrame`]s and a [`Sink`] of [`Message`]s
-//! (and of raw frame [`Bytes`]), like `Framed<T, MessageCodec<P>>`.
 
 use std::io;
 use std::pin::Pin;
@@ -33,18 +41,19 @@ use futures::{Sink, Stream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::message::Message;
+use super::{Transport, TransportError};
 use crate::prefix::LengthPrefix;
-use crate::{FrameError, MessageCodec, MessageFrame, SendError};
+use crate::FrameCodec;
 
 /// Size of the stack buffer an idle connection reads into.
 const SCRATCH: usize = 4096;
 
-/// A message stream and sink over `T`; see the [module docs](self).
+/// A [`Transport`] over a byte stream `T`, framed by prefix `P`; see the
+/// [module docs](self).
 #[derive(Debug)]
-pub struct FramedIo<T, P> {
+pub struct FramedTransport<T, P> {
     io: T,
-    codec: MessageCodec<P>,
+    codec: FrameCodec<P>,
     read_buf: BytesMut,
     write_buf: BytesMut,
     eof: bool,
@@ -52,9 +61,17 @@ pub struct FramedIo<T, P> {
     failed: bool,
 }
 
-impl<T, P: LengthPrefix> FramedIo<T, P> {
-    /// Typed messages over `io`, framed by `codec`.
-    pub fn new(io: T, codec: MessageCodec<P>) -> Self {
+impl<T, P: LengthPrefix> FramedTransport<T, P> {
+    /// Messages over `io` behind `prefix`, at most
+    /// [`DEFAULT_MAX_FRAME_LENGTH`](crate::DEFAULT_MAX_FRAME_LENGTH) (50 MiB)
+    /// each until [`Transport::set_max_message_length`].
+    pub fn new(io: T, prefix: P) -> Self {
+        Self::with_codec(io, FrameCodec::with_prefix(prefix))
+    }
+
+    /// Messages over `io`, framed by `codec` (its maximum frame length is
+    /// the maximum message length).
+    pub fn with_codec(io: T, codec: FrameCodec<P>) -> Self {
         Self {
             io,
             codec,
@@ -66,13 +83,8 @@ impl<T, P: LengthPrefix> FramedIo<T, P> {
     }
 
     /// The codec.
-    pub fn codec(&self) -> &MessageCodec<P> {
+    pub fn codec(&self) -> &FrameCodec<P> {
         &self.codec
-    }
-
-    /// The codec, to change its maximum frame length.
-    pub fn codec_mut(&mut self) -> &mut MessageCodec<P> {
-        &mut self.codec
     }
 
     /// The transport.
@@ -81,7 +93,7 @@ impl<T, P: LengthPrefix> FramedIo<T, P> {
     }
 
     /// The transport, giving up any buffered bytes (see
-    /// [`FramedIo::into_parts`] to keep them).
+    /// [`FramedTransport::into_parts`] to keep them).
     pub fn into_inner(self) -> T {
         self.io
     }
@@ -99,7 +111,7 @@ impl<T, P: LengthPrefix> FramedIo<T, P> {
     }
 }
 
-impl<T, P> FramedIo<T, P>
+impl<T, P> FramedTransport<T, P>
 where
     T: AsyncRead + Unpin,
     P: LengthPrefix,
@@ -129,12 +141,12 @@ where
     }
 }
 
-impl<T, P> Stream for FramedIo<T, P>
+impl<T, P> Stream for FramedTransport<T, P>
 where
     T: AsyncRead + Unpin,
     P: LengthPrefix + Unpin,
 {
-    type Item = Result<MessageFrame, FrameError>;
+    type Item = Result<Bytes, TransportError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
@@ -152,7 +164,7 @@ where
             match decoded {
                 Err(e) => {
                     this.failed = true;
-                    return Poll::Ready(Some(Err(e)));
+                    return Poll::Ready(Some(Err(e.into())));
                 }
                 Ok(Some(frame)) => {
                     this.release_drained_read_buffer();
@@ -164,7 +176,7 @@ where
             match ready!(this.poll_fill(cx)) {
                 Err(e) => {
                     this.failed = true;
-                    return Poll::Ready(Some(Err(FrameError::Io(e))));
+                    return Poll::Ready(Some(Err(TransportError::Io(e))));
                 }
                 Ok(0) => this.eof = true,
                 Ok(_) => {}
@@ -173,7 +185,7 @@ where
     }
 }
 
-impl<T, P> FramedIo<T, P>
+impl<T, P> FramedTransport<T, P>
 where
     T: AsyncWrite + Unpin,
     P: LengthPrefix + Unpin,
@@ -197,54 +209,56 @@ where
     }
 }
 
-/// Encodes `item` into the write buffer; like `Framed`, a full buffer is
-/// written out first (8 KiB of backpressure).
-macro_rules! sink_for {
-    ($item:ty, $error:ty, |$codec:ident, $msg:ident, $buf:ident| $encode:expr) => {
-        impl<T, P> Sink<$item> for FramedIo<T, P>
-        where
-            T: AsyncWrite + Unpin,
-            P: LengthPrefix + Unpin,
-        {
-            type Error = $error;
-
-            fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), $error>> {
-                let this = self.get_mut();
-                if this.write_buf.len() >= BACKPRESSURE {
-                    ready!(this.poll_write_all(cx)).map_err(<$error>::from)?;
-                }
-                Poll::Ready(Ok(()))
-            }
-
-            fn start_send(self: Pin<&mut Self>, $msg: $item) -> Result<(), $error> {
-                let this = self.get_mut();
-                let ($codec, $buf) = (&mut this.codec, &mut this.write_buf);
-                $encode
-            }
-
-            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), $error>> {
-                self.get_mut().poll_flush_all(cx).map_err(<$error>::from)
-            }
-
-            fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), $error>> {
-                let this = self.get_mut();
-                ready!(this.poll_flush_all(cx)).map_err(<$error>::from)?;
-                Pin::new(&mut this.io)
-                    .poll_shutdown(cx)
-                    .map_err(<$error>::from)
-            }
-        }
-    };
-}
-
-/// Buffered bytes above which `poll_ready` writes out first.
+/// Buffered bytes above which `poll_ready` writes out first (like
+/// `Framed`: 8 KiB of backpressure).
 const BACKPRESSURE: usize = 8 * 1024;
 
-sink_for!(&Message, SendError, |codec, msg, buf| codec
-    .encode(msg, buf));
-sink_for!(Message, SendError, |codec, msg, buf| codec.encode(msg, buf));
-sink_for!(Bytes, FrameError, |codec, frame, buf| codec
-    .encode(frame, buf));
+impl<T, P> Sink<Bytes> for FramedTransport<T, P>
+where
+    T: AsyncWrite + Unpin,
+    P: LengthPrefix + Unpin,
+{
+    type Error = TransportError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        let this = self.get_mut();
+        if this.write_buf.len() >= BACKPRESSURE {
+            ready!(this.poll_write_all(cx))?;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Frames `message` into the write buffer; a message over the maximum
+    /// is refused and nothing is written.
+    fn start_send(self: Pin<&mut Self>, message: Bytes) -> Result<(), TransportError> {
+        let this = self.get_mut();
+        Ok(this.codec.encode(message, &mut this.write_buf)?)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        Poll::Ready(Ok(ready!(self.get_mut().poll_flush_all(cx))?))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        let this = self.get_mut();
+        ready!(this.poll_flush_all(cx))?;
+        Poll::Ready(Ok(ready!(Pin::new(&mut this.io).poll_shutdown(cx))?))
+    }
+}
+
+impl<T, P> Transport for FramedTransport<T, P>
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+    P: LengthPrefix + Unpin,
+{
+    fn set_max_message_length(&mut self, max: usize) {
+        self.codec.set_max_frame_length(max);
+    }
+
+    fn max_message_length(&self) -> usize {
+        self.codec.max_frame_length()
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -252,6 +266,7 @@ mod tests {
 
     use super::*;
     use crate::prefix::Bijou64;
+    use crate::FrameError;
 
     #[tokio::test]
     async fn a_framing_error_ends_the_stream() {
@@ -261,7 +276,7 @@ mod tests {
             .await
             .unwrap();
         drop(a);
-        let mut framed = FramedIo::new(b, MessageCodec::<Bijou64>::default());
+        let mut framed = FramedTransport::new(b, Bijou64);
         assert!(matches!(framed.next().await, Some(Err(_))));
         assert!(framed.next().await.is_none());
         assert!(framed.next().await.is_none());
@@ -274,10 +289,10 @@ mod tests {
             .await
             .unwrap();
         drop(a);
-        let mut framed = FramedIo::new(b, MessageCodec::<Bijou64>::default());
+        let mut framed = FramedTransport::new(b, Bijou64);
         assert!(matches!(
             framed.next().await,
-            Some(Err(FrameError::Truncated { .. }))
+            Some(Err(TransportError::Frame(FrameError::Truncated { .. })))
         ));
         assert!(framed.next().await.is_none());
     }
