@@ -32,7 +32,7 @@
 //!   a signed response or a rejection.
 //!
 //! [`initiate`] and [`respond`] drive them over any
-//! [`Transport`](crate::transport::Transport); [`Connection::connect`] and
+//! [`Transport`]; [`Connection::connect`] and
 //! [`Connection::accept`] use those.
 //!
 //! Until the handshake completes, each side accepts messages of at most

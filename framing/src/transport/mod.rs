@@ -52,7 +52,7 @@ use futures::{Sink, Stream};
 
 use crate::FrameError;
 
-mod framed;
+pub mod framed;
 #[cfg(feature = "websocket")]
 pub mod websocket;
 
@@ -62,7 +62,7 @@ pub use websocket::WebSocketTransport;
 
 /// A carrier of whole messages; see the [module docs](self).
 ///
-/// Implemented by [`FramedTransport`], [`WebSocketTransport`] (feature
+/// Implemented by [`FramedTransport`], `WebSocketTransport` (feature
 /// `websocket`) and [`LengthChecked`], which adapts any other
 /// `Sink<Bytes> + Stream<Item = Result<Bytes, E>>`.
 pub trait Transport:
