@@ -488,10 +488,10 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
         let responder = Responder::new(config()).with_service_name(SERVICE.as_bytes());
         let (addr, _, mut outcomes) = start_our_server(responder).await;
         let other = subduction_core::handshake::audience::Audience::known(their_peer_id(&key(78)));
-        let err = TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), other)
-            .await
-            .err()
-            .expect("refused");
+        let Err(err) = TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), other).await
+        else {
+            panic!("their client must be refused");
+        };
         assert_eq!(their_reason(err), RejectionReason::InvalidAudience as u8);
         assert_eq!(
             our_refusal(timeout(REPLY, outcomes.recv()).await.expect("in time")),
@@ -502,10 +502,11 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
         let mut ahead = config();
         ahead.clock = Clock::fixed(now() + 3600);
         let (addr, _, mut outcomes) = start_our_server(Responder::new(ahead)).await;
-        let err = TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), their_known)
-            .await
-            .err()
-            .expect("refused");
+        let Err(err) =
+            TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), their_known).await
+        else {
+            panic!("their client must be refused");
+        };
         assert_eq!(their_reason(err), RejectionReason::ClockDrift as u8);
         assert_eq!(
             our_refusal(timeout(REPLY, outcomes.recv()).await.expect("in time")),

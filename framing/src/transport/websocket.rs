@@ -18,7 +18,8 @@
 //! - A text message is [`TransportError::TextMessage`]: Subduction
 //!   messages are binary.
 //! - Pings are answered (by tungstenite) and pongs ignored. A close from
-//!   the peer ends the stream after every message that came before it.
+//!   the peer, or a socket dropped without one, ends the stream after every
+//!   message that came before it, and shuts our side of the socket down.
 //!   Errors end the stream too, and the adapter starts a clean close (1003
 //!   for a text message, 1009 for one too large).
 //!
@@ -57,7 +58,7 @@ use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as WsMessage};
@@ -340,8 +341,18 @@ where
                 return Poll::Ready(None);
             }
             let err = match ready!(this.ws.poll_next_unpin(cx)) {
-                None | Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) => {
+                // The end: after a close handshake, or a peer that dropped
+                // the socket without one (like EOF between frames on a
+                // byte stream). Shut our side of the socket down too, so
+                // the peer's stream ends as well (best effort).
+                None
+                | Some(Err(
+                    WsError::ConnectionClosed
+                    | WsError::AlreadyClosed
+                    | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake),
+                )) => {
                     this.ended = true;
+                    let _ = Pin::new(&mut this.ws.get_mut().io).poll_shutdown(cx);
                     return Poll::Ready(None);
                 }
                 Some(Ok(WsMessage::Binary(bytes))) if bytes.len() <= this.max => {
