@@ -87,6 +87,17 @@ pub enum ReadError {
         /// Its index in the array.
         index: usize,
     },
+    /// An array that may come in any order holds an element twice;
+    /// `index` is the second occurrence.
+    #[error("{field} at offset {offset} repeats an earlier element at element {index}")]
+    Duplicate {
+        /// The array field.
+        field: &'static str,
+        /// Where the repeated element starts.
+        offset: usize,
+        /// Its index in the array.
+        index: usize,
+    },
     /// A tag, flag or enum byte with no defined meaning.
     #[error("unknown value {value:#x} for {field} at offset {offset}")]
     UnknownValue {
@@ -437,6 +448,44 @@ impl<'a> Reader<'a> {
             out.push(item);
         }
         Ok(out)
+    }
+
+    /// Reads `count` fixed-size elements in any order, with no element
+    /// twice (a set whose senders do not sort it), kept in wire order so
+    /// that they re-encode to the same bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`ReadError::Truncated`] before allocating if the input cannot hold
+    /// them, or [`ReadError::Duplicate`] at the second occurrence of an
+    /// element.
+    pub fn distinct_arrays<const N: usize>(
+        &mut self,
+        field: &'static str,
+        count: u64,
+    ) -> Result<alloc::vec::Vec<[u8; N]>, ReadError> {
+        let capacity = self.capacity_for(field, count, N)?;
+        let start = self.offset();
+        let mut out: alloc::vec::Vec<[u8; N]> = alloc::vec::Vec::with_capacity(capacity);
+        for _ in 0..capacity {
+            out.push(self.array::<N>(field)?);
+        }
+        // Sort a list of indices (O(n log n)), then look at neighbours.
+        let mut order: alloc::vec::Vec<usize> = (0..out.len()).collect();
+        order.sort_unstable_by(|&a, &b| out[a].cmp(&out[b]).then(a.cmp(&b)));
+        let second = order
+            .windows(2)
+            .filter(|pair| out[pair[0]] == out[pair[1]])
+            .map(|pair| pair[1])
+            .min();
+        match second {
+            None => Ok(out),
+            Some(index) => Err(ReadError::Duplicate {
+                field,
+                offset: start + index * N,
+                index,
+            }),
+        }
     }
 }
 

@@ -269,6 +269,50 @@ async fn our_client_pushes_commits_and_a_fragment_to_their_server_and_fetches_th
     .expect("bounded");
 }
 
+/// Two unrelated commits make two heads, which their server writes in
+/// hash-set order: the acknowledgement decodes whatever the order, and
+/// names both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn their_heads_update_with_several_heads_in_their_order_is_accepted() {
+    timeout(LIMIT, async {
+        let (_server, addr, server_id) = start_their_server().await;
+        let alice = key(3);
+        let mut a = connect(addr, &alice, Audience::Known(server_id), &config())
+            .await
+            .expect("handshake");
+        let mut unsorted_seen = 0;
+        for _ in 0..6 {
+            let tree = random_tree();
+            let mut heads = Vec::new();
+            for n in 0..3u8 {
+                let (head, item) = commit(&alice, tree, n, None);
+                let msg = SyncMessage::LooseCommit(BlobMessage {
+                    id: tree,
+                    sender_heads: RemoteHeads::new(u64::from(n), [head]),
+                    item,
+                });
+                a.send(Message::from(msg)).await.expect("push");
+                heads.push(head);
+                let ack = next_verified(&mut a).await;
+                let SyncMessage::HeadsUpdate(update) = ack.message else {
+                    panic!("expected a HeadsUpdate");
+                };
+                let mut got = update.heads.heads().to_vec();
+                if !got.is_sorted() {
+                    unsorted_seen += 1;
+                }
+                got.sort();
+                let mut want = heads.clone();
+                want.sort();
+                assert_eq!(got, want, "every unrelated commit is a head");
+            }
+        }
+        eprintln!("{unsorted_seen} of 18 acknowledgements came with unsorted heads");
+    })
+    .await
+    .expect("bounded");
+}
+
 /// Our server: accepts WebSocket connections, answers the handshake, and
 /// reports each outcome (and, for accepted peers, the first message).
 async fn start_our_server(
@@ -488,7 +532,8 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
         let responder = Responder::new(config()).with_service_name(SERVICE.as_bytes());
         let (addr, _, mut outcomes) = start_our_server(responder).await;
         let other = subduction_core::handshake::audience::Audience::known(their_peer_id(&key(78)));
-        let Err(err) = TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), other).await
+        let Err(err) =
+            TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), other).await
         else {
             panic!("their client must be refused");
         };

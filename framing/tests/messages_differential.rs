@@ -415,23 +415,38 @@ fn decode_ours(bytes: &[u8]) -> Result<Message, MessageError> {
     Message::decode(Bytes::copy_from_slice(bytes))
 }
 
-/// Heads are a set; two orders of one set would be two encodings of one
-/// message (and two digests for a relay to disagree on).
+/// Heads are a set, and their encoder writes it in hash-set order: a real
+/// server's HeadsUpdate with two heads comes unsorted. Ours accepts any
+/// order, keeps it (so the bytes re-encode exactly), and refuses only a
+/// duplicate, which theirs accepts.
 #[test]
-fn theirs_accept_ours_reject_unsorted_heads_because_decoding_must_be_injective() {
-    let heads = TRemoteHeads {
+fn unsorted_heads_are_accepted_by_both_and_a_duplicate_head_only_by_theirs() {
+    let unsorted = TRemoteHeads {
         counter: 1,
         heads: vec![TCommitId::new([2; 32]), TCommitId::new([1; 32])],
     };
     let wire = theirs::SyncMessage::HeadsUpdate {
         id: TTree::new([1; 32]),
-        heads,
+        heads: unsorted,
+    }
+    .encode();
+    assert!(theirs::SyncMessage::try_decode(&wire).is_ok());
+    let ours = decode_ours(&wire).expect("ours accepts their order");
+    assert_eq!(ours.encode().expect("encode").as_ref(), wire.as_slice());
+
+    let duplicate = TRemoteHeads {
+        counter: 1,
+        heads: vec![TCommitId::new([2; 32]), TCommitId::new([2; 32])],
+    };
+    let wire = theirs::SyncMessage::HeadsUpdate {
+        id: TTree::new([1; 32]),
+        heads: duplicate,
     }
     .encode();
     assert!(theirs::SyncMessage::try_decode(&wire).is_ok());
     assert!(matches!(
         decode_ours(&wire),
-        Err(MessageError::Read(ReadError::NotAscending {
+        Err(MessageError::Read(ReadError::Duplicate {
             field: "heads",
             ..
         }))

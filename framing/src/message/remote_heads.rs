@@ -5,8 +5,14 @@
 //!   +-------------+-----------+----------------------------+
 //!   | Counter u64 | Count u32 | Heads: Count x CommitId 32 |
 //!   +-------------+-----------+----------------------------+
-//!      8 bytes      4 bytes      strictly ascending
+//!      8 bytes      4 bytes      distinct, in the sender's order
 //! ```
+//!
+//! Heads are a set, but Subduction writes them in hash-set order, so a
+//! real server's `HeadsUpdate` with two heads comes in any order. Decoding
+//! accepts any order without duplicates and keeps the wire order, so the
+//! bytes still re-encode exactly; [`RemoteHeads::new`] sorts, so what we
+//! write is canonical. This is the one array we do not require sorted.
 //!
 //! ```
 //! use bijou_codec::Wire;
@@ -24,7 +30,7 @@ use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
 use super::{
-    fields::{read_sorted, sorted_unique, write_ids},
+    fields::{sorted_unique, write_ids},
     CommitId,
 };
 
@@ -51,7 +57,8 @@ impl RemoteHeads {
         self.counter
     }
 
-    /// The heads, strictly ascending.
+    /// The heads: strictly ascending if built with [`RemoteHeads::new`],
+    /// in the sender's order (distinct) if decoded.
     #[must_use]
     pub fn heads(&self) -> &[CommitId] {
         &self.heads
@@ -71,7 +78,11 @@ impl Wire for RemoteHeads {
     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
         let counter = r.u64("heads_counter")?;
         let count = r.u32("heads_count")?;
-        let heads = read_sorted::<32, _>(r, "heads", count.into())?;
+        let heads = r
+            .distinct_arrays::<32>("heads", count.into())?
+            .into_iter()
+            .map(CommitId::from)
+            .collect();
         Ok(Self { counter, heads })
     }
 }
@@ -97,11 +108,30 @@ mod tests {
         wire.extend_from_slice(&[5; 64]);
         assert!(matches!(
             RemoteHeads::decode(wire.into()),
-            Err(ReadError::NotAscending {
+            Err(ReadError::Duplicate {
                 field: "heads",
                 index: 1,
-                ..
+                offset: 44,
             })
+        ));
+    }
+
+    #[test]
+    fn heads_in_any_order_decode_and_re_encode_to_the_same_bytes() {
+        let mut wire = vec![0u8; 8];
+        wire.extend_from_slice(&3u32.to_be_bytes());
+        for b in [9u8, 2, 5] {
+            wire.extend_from_slice(&[b; 32]);
+        }
+        let heads = RemoteHeads::decode(wire.clone().into()).expect("any order");
+        assert_eq!(heads.heads()[0], CommitId::new([9; 32]));
+        assert_eq!(heads.encode().expect("encode").as_ref(), wire.as_slice());
+        // A duplicate anywhere is still refused.
+        wire.extend_from_slice(&[2; 32]);
+        wire[11] = 4;
+        assert!(matches!(
+            RemoteHeads::decode(wire.into()),
+            Err(ReadError::Duplicate { index: 3, .. })
         ));
     }
 }
