@@ -174,7 +174,10 @@ enum Observed {
     Error(String),
 }
 
-async fn observe_end(raw: &mut Raw) -> Observed {
+async fn observe_end<S>(raw: &mut S) -> Observed
+where
+    S: futures::Stream<Item = Result<WsMessage, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
     loop {
         match raw.next().await {
             Some(Ok(WsMessage::Close(frame))) => return Observed::Close(frame.map(|f| f.code)),
@@ -375,14 +378,7 @@ async fn message_over_50_mib_after_handshake_is_too_large() {
             other => panic!("expected TooLarge, got {other:?}"),
         }
         assert!(server.next().await.is_none());
-        let observed = loop {
-            match rx.next().await {
-                Some(Ok(WsMessage::Close(frame))) => break Observed::Close(frame.map(|f| f.code)),
-                Some(Ok(_)) => {}
-                Some(Err(e)) => break Observed::Error(e.to_string()),
-                None => break Observed::Ended,
-            }
-        };
+        let observed = observe_end(&mut rx).await;
         assert_eq!(observed, Observed::Close(Some(CloseCode::Size)));
         drop(server);
         // The sender task ends (with a write error or after the close); we

@@ -49,8 +49,6 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
@@ -122,12 +120,12 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     R: IntoClientRequest + Unpin,
 {
-    let (guarded, budget) = Guarded::new(stream);
+    let guarded = Guarded::new(stream);
     let (ws, _response) =
         tokio_tungstenite::client_async_with_config(request, guarded, Some(config()))
             .await
             .map_err(ws_error)?;
-    Ok(WebSocketTransport::new(ws, budget))
+    Ok(WebSocketTransport { ws, ended: false })
 }
 
 /// Answers a client's WebSocket upgrade on `stream` (for example a
@@ -141,11 +139,10 @@ pub async fn accept<S>(stream: S) -> Result<WebSocketTransport<S>, TransportErro
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (guarded, budget) = Guarded::new(stream);
-    let ws = tokio_tungstenite::accept_async_with_config(guarded, Some(config()))
+    let ws = tokio_tungstenite::accept_async_with_config(Guarded::new(stream), Some(config()))
         .await
         .map_err(ws_error)?;
-    Ok(WebSocketTransport::new(ws, budget))
+    Ok(WebSocketTransport { ws, ended: false })
 }
 
 /// Maps a tungstenite error.
@@ -171,18 +168,6 @@ fn ws_error(err: WsError) -> TransportError {
     }
 }
 
-/// Unlimited reads.
-const UNLIMITED: usize = usize::MAX;
-
-/// The bytes the socket may still deliver, and the message limit behind
-/// that budget (for the error).
-#[derive(Debug)]
-struct ReadBudget {
-    remaining: AtomicUsize,
-    max: AtomicUsize,
-    read: AtomicUsize,
-}
-
 /// More bytes than a low limit allows arrived before the limit was raised.
 #[derive(Debug, thiserror::Error)]
 #[error("{read} bytes arrived while messages are limited to {max} bytes")]
@@ -191,27 +176,36 @@ struct ReadLimit {
     max: usize,
 }
 
-/// The socket under tungstenite, reading no more than the budget.
+/// The socket under tungstenite. It holds the message limit (the one
+/// place it is kept) and, while the limit is low, reads no more than
+/// `read_budget` bytes since the limit was set.
 #[derive(Debug)]
 struct Guarded<S> {
     io: S,
-    budget: Arc<ReadBudget>,
+    max: usize,
+    /// `None`: unlimited reads.
+    read_budget: Option<usize>,
+    /// Bytes read since the limit was set.
+    read: usize,
 }
 
 impl<S> Guarded<S> {
-    fn new(io: S) -> (Self, Arc<ReadBudget>) {
-        let budget = Arc::new(ReadBudget {
-            remaining: AtomicUsize::new(UNLIMITED),
-            max: AtomicUsize::new(UNLIMITED),
-            read: AtomicUsize::new(0),
-        });
-        (
-            Self {
-                io,
-                budget: budget.clone(),
-            },
-            budget,
-        )
+    fn new(io: S) -> Self {
+        Self {
+            io,
+            max: WEBSOCKET_MAX_MESSAGE_LENGTH,
+            read_budget: None,
+            read: 0,
+        }
+    }
+
+    /// Sets the message limit, and the read budget that goes with it (see
+    /// the [module docs](self)).
+    fn set_max(&mut self, max: usize) {
+        self.max = max.min(WEBSOCKET_MAX_MESSAGE_LENGTH);
+        self.read_budget =
+            (self.max < PRE_AUTH_READ_THRESHOLD).then_some(self.max + PRE_AUTH_READ_SLACK);
+        self.read = 0;
     }
 }
 
@@ -222,16 +216,16 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let remaining = this.budget.remaining.load(Ordering::Relaxed);
-        if remaining == UNLIMITED {
+        let Some(budget) = this.read_budget else {
             return Pin::new(&mut this.io).poll_read(cx, buf);
-        }
+        };
+        let remaining = budget.saturating_sub(this.read);
         if remaining == 0 {
             return Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 ReadLimit {
-                    read: this.budget.read.load(Ordering::Relaxed).saturating_add(1),
-                    max: this.budget.max.load(Ordering::Relaxed),
+                    read: this.read.saturating_add(1),
+                    max: this.max,
                 },
             )));
         }
@@ -241,17 +235,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
         let len = remaining.min(scratch.len()).min(buf.remaining());
         let mut limited = ReadBuf::new(&mut scratch[..len]);
         ready!(Pin::new(&mut this.io).poll_read(cx, &mut limited))?;
-        let filled = limited.filled();
-        buf.put_slice(filled);
-        let n = filled.len();
-        // Only this task reads: load-then-store is not racing anyone.
-        let left = this.budget.remaining.load(Ordering::Relaxed);
-        if left != UNLIMITED {
-            this.budget
-                .remaining
-                .store(left.saturating_sub(n), Ordering::Relaxed);
-        }
-        this.budget.read.fetch_add(n, Ordering::Relaxed);
+        buf.put_slice(limited.filled());
+        this.read += limited.filled().len();
         Poll::Ready(Ok(()))
     }
 }
@@ -278,8 +263,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Guarded<S> {
 #[derive(Debug)]
 pub struct WebSocketTransport<S> {
     ws: WebSocketStream<Guarded<S>>,
-    budget: Arc<ReadBudget>,
-    max: usize,
     /// An error was returned or the peer closed: the stream has ended.
     ended: bool,
 }
@@ -288,13 +271,9 @@ impl<S> WebSocketTransport<S>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    fn new(ws: WebSocketStream<Guarded<S>>, budget: Arc<ReadBudget>) -> Self {
-        Self {
-            ws,
-            budget,
-            max: WEBSOCKET_MAX_MESSAGE_LENGTH,
-            ended: false,
-        }
+    /// The message limit now in force.
+    fn max(&self) -> usize {
+        self.ws.get_ref().max
     }
 
     /// The underlying stream.
@@ -355,12 +334,12 @@ where
                     let _ = Pin::new(&mut this.ws.get_mut().io).poll_shutdown(cx);
                     return Poll::Ready(None);
                 }
-                Some(Ok(WsMessage::Binary(bytes))) if bytes.len() <= this.max => {
+                Some(Ok(WsMessage::Binary(bytes))) if bytes.len() <= this.max() => {
                     return Poll::Ready(Some(Ok(bytes)));
                 }
                 Some(Ok(WsMessage::Binary(bytes))) => TransportError::TooLarge {
                     len: bytes.len() as u64,
-                    max: this.max,
+                    max: this.max(),
                 },
                 Some(Ok(WsMessage::Text(text))) => TransportError::TextMessage { len: text.len() },
                 // Pings are answered by tungstenite; pongs and raw frames
@@ -393,10 +372,10 @@ where
     /// refused and nothing is sent.
     fn start_send(self: Pin<&mut Self>, message: Bytes) -> Result<(), TransportError> {
         let this = self.get_mut();
-        if message.len() > this.max {
+        if message.len() > this.max() {
             return Err(TransportError::TooLarge {
                 len: message.len() as u64,
-                max: this.max,
+                max: this.max(),
             });
         }
         this.ws
@@ -424,18 +403,10 @@ where
     /// Also caps the bytes read from the socket while `max` is below
     /// [`PRE_AUTH_READ_THRESHOLD`] (see the [module docs](self)).
     fn set_max_message_length(&mut self, max: usize) {
-        self.max = max.min(WEBSOCKET_MAX_MESSAGE_LENGTH);
-        let remaining = if self.max < PRE_AUTH_READ_THRESHOLD {
-            self.max + PRE_AUTH_READ_SLACK
-        } else {
-            UNLIMITED
-        };
-        self.budget.max.store(self.max, Ordering::Relaxed);
-        self.budget.read.store(0, Ordering::Relaxed);
-        self.budget.remaining.store(remaining, Ordering::Relaxed);
+        self.ws.get_mut().set_max(max);
     }
 
     fn max_message_length(&self) -> usize {
-        self.max
+        self.max()
     }
 }
