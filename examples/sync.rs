@@ -61,11 +61,9 @@ use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::connection::{RejectedItem, VerifiedMessage};
@@ -76,15 +74,13 @@ use bijou_frame::framing::message::{
     SyncDiff, SyncMessage, SyncResult, VerifiedItem,
 };
 use bijou_frame::framing::prefix::Bijou64;
-use bijou_frame::framing::transport::{
-    websocket, FramedTransport, Transport, TransportError, WebSocketTransport,
-};
+use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::framing::{Connection, DEFAULT_MAX_FRAME_LENGTH};
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
-use futures::{Sink, SinkExt, Stream, StreamExt};
+use futures::SinkExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
@@ -384,12 +380,12 @@ impl Target {
     ) -> Result<(Connection<Carrier>, Duration), AnyError> {
         let t0 = Instant::now();
         let carrier = tokio::time::timeout(UPGRADE_TIMEOUT, async {
-            Ok::<_, AnyError>(match self {
-                Self::Ws(url) => Carrier::Ws(websocket::connect(url).await?),
+            Ok::<Carrier, AnyError>(match self {
+                Self::Ws(url) => Box::new(websocket::connect(url).await?),
                 Self::Tcp(addr) => {
                     let stream = TcpStream::connect(addr.as_str()).await?;
                     stream.set_nodelay(true)?;
-                    Carrier::Tcp(FramedTransport::new(stream, Bijou64))
+                    Box::new(FramedTransport::new(stream, Bijou64))
                 }
             })
         })
@@ -411,70 +407,9 @@ impl fmt::Display for Target {
     }
 }
 
-/// Either transport, so one `Connection<Carrier>` type serves both.
-enum Carrier {
-    Ws(WebSocketTransport<TcpStream>),
-    Tcp(FramedTransport<TcpStream, Bijou64>),
-}
-
-impl Stream for Carrier {
-    type Item = Result<Bytes, TransportError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.get_mut() {
-            Self::Ws(t) => t.poll_next_unpin(cx),
-            Self::Tcp(t) => t.poll_next_unpin(cx),
-        }
-    }
-}
-
-impl Sink<Bytes> for Carrier {
-    type Error = TransportError;
-
-    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.get_mut() {
-            Self::Ws(t) => Sink::<Bytes>::poll_ready(Pin::new(t), cx),
-            Self::Tcp(t) => Sink::<Bytes>::poll_ready(Pin::new(t), cx),
-        }
-    }
-
-    fn start_send(self: Pin<&mut Self>, item: Bytes) -> Result<(), Self::Error> {
-        match self.get_mut() {
-            Self::Ws(t) => Pin::new(t).start_send(item),
-            Self::Tcp(t) => Pin::new(t).start_send(item),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.get_mut() {
-            Self::Ws(t) => Sink::<Bytes>::poll_flush(Pin::new(t), cx),
-            Self::Tcp(t) => Sink::<Bytes>::poll_flush(Pin::new(t), cx),
-        }
-    }
-
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.get_mut() {
-            Self::Ws(t) => Sink::<Bytes>::poll_close(Pin::new(t), cx),
-            Self::Tcp(t) => Sink::<Bytes>::poll_close(Pin::new(t), cx),
-        }
-    }
-}
-
-impl Transport for Carrier {
-    fn set_max_message_length(&mut self, max: usize) {
-        match self {
-            Self::Ws(t) => t.set_max_message_length(max),
-            Self::Tcp(t) => t.set_max_message_length(max),
-        }
-    }
-
-    fn max_message_length(&self) -> usize {
-        match self {
-            Self::Ws(t) => t.max_message_length(),
-            Self::Tcp(t) => t.max_message_length(),
-        }
-    }
-}
+/// Whichever transport the run uses, boxed, so one `Connection<Carrier>`
+/// type serves both.
+type Carrier = Box<dyn Transport + Send>;
 
 // ---------------------------------------------------------------- server
 
@@ -584,13 +519,13 @@ impl SyncServer {
         transport: TransportArg,
     ) -> Result<(PeerId, ConnReport), AnyError> {
         stream.set_nodelay(true)?;
-        let carrier = match transport {
-            TransportArg::Ws => Carrier::Ws(
+        let carrier: Carrier = match transport {
+            TransportArg::Ws => Box::new(
                 tokio::time::timeout(UPGRADE_TIMEOUT, websocket::accept(stream))
                     .await
                     .map_err(|_| "WebSocket upgrade timed out")??,
             ),
-            TransportArg::Tcp => Carrier::Tcp(FramedTransport::new(stream, Bijou64)),
+            TransportArg::Tcp => Box::new(FramedTransport::new(stream, Bijou64)),
         };
         let conn = Connection::accept(carrier, &self.key, &self.responder).await?;
         let peer = conn.remote_peer();

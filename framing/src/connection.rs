@@ -71,7 +71,6 @@
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use bijou_codec::Wire;
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
@@ -341,14 +340,14 @@ impl From<Bytes> for Outgoing {
     }
 }
 
-/// Encodes `message`, refusing a handshake message.
-fn encode_outgoing(message: &Message) -> Result<Bytes, SendError> {
-    if let Message::Handshake(h) = message {
-        return Err(SendError::HandshakeAfterHandshake {
+/// Refuses a handshake message after the handshake.
+fn check_message(message: &Message) -> Result<(), SendError> {
+    match message {
+        Message::Handshake(h) => Err(SendError::HandshakeAfterHandshake {
             kind: h.kind_name(),
-        });
+        }),
+        Message::Sync(_) => Ok(()),
     }
-    Ok(message.encode()?)
 }
 
 /// Checks encoded bytes are not a handshake message.
@@ -535,8 +534,14 @@ impl<T: Transport> Connection<T> {
 
     fn start_send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
         Pin::new(&mut self.transport)
-            .start_send(bytes)
+            .start_send(check_encoded(bytes)?)
             .map_err(SendError::Transport)
+    }
+
+    /// Encodes `message` into the transport (in place where it can).
+    fn start_send_message(&mut self, message: &Message) -> Result<(), SendError> {
+        check_message(message)?;
+        self.transport.start_send_message(message)
     }
 }
 
@@ -582,20 +587,11 @@ macro_rules! connection_sink {
     };
 }
 
-connection_sink!(Message, |this, msg| {
-    let bytes = encode_outgoing(&msg)?;
-    this.start_send_bytes(bytes)
-});
-connection_sink!(@'a &'a Message, |this, msg| {
-    let bytes = encode_outgoing(msg)?;
-    this.start_send_bytes(bytes)
-});
-connection_sink!(Outgoing, |this, item| {
-    let bytes = match item {
-        Outgoing::Message(msg) => encode_outgoing(&msg)?,
-        Outgoing::Encoded(bytes) => check_encoded(bytes)?,
-    };
-    this.start_send_bytes(bytes)
+connection_sink!(Message, |this, msg| this.start_send_message(&msg));
+connection_sink!(@'a &'a Message, |this, msg| this.start_send_message(msg));
+connection_sink!(Outgoing, |this, item| match item {
+    Outgoing::Message(msg) => this.start_send_message(&msg),
+    Outgoing::Encoded(bytes) => this.start_send_bytes(bytes),
 });
 
 /// The sending half of a [`Connection`]: a [`Sink`] of [`Message`]s, and

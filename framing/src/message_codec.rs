@@ -205,25 +205,37 @@ impl From<io::Error> for SendError {
     }
 }
 
+/// Writes `msg` behind its length prefix straight into `dst`, with no
+/// intermediate buffer: the one message encoder of every framed path
+/// ([`MessageCodec`], and [`FramedTransport`](crate::transport::FramedTransport)
+/// under a [`Connection`](crate::Connection)). On error, `dst` is left as it
+/// was.
+pub(crate) fn encode_in_place<P: LengthPrefix>(
+    frames: &FrameCodec<P>,
+    msg: &Message,
+    dst: &mut BytesMut,
+) -> Result<(), SendError> {
+    let len = msg.wire_len()?;
+    let start = dst.len();
+    frames.put_prefix(len, dst)?;
+    let body = dst.len();
+    // `put_prefix` reserved `len`; the counts were checked by `wire_len`, so
+    // this write cannot fail short of a bug, and it does not count again.
+    if let Err(e) = msg.write_to(&mut Writer::growing(dst)) {
+        dst.truncate(start);
+        return Err(e.into());
+    }
+    debug_assert_eq!(dst.len() - body, len, "wire_len disagrees with write_to");
+    Ok(())
+}
+
 impl<P: LengthPrefix> Encoder<&Message> for MessageCodec<P> {
     type Error = SendError;
 
     /// Writes the prefix and the message in place. On error, `dst` is left
     /// as it was.
     fn encode(&mut self, msg: &Message, dst: &mut BytesMut) -> Result<(), SendError> {
-        let len = msg.wire_len()?;
-        let start = dst.len();
-        self.frames.put_prefix(len, dst)?;
-        let body = dst.len();
-        // `put_prefix` reserved `len`; the counts were checked by `wire_len`,
-        // so this write cannot fail short of a bug, and it does not count
-        // again.
-        if let Err(e) = msg.write_to(&mut Writer::growing(dst)) {
-            dst.truncate(start);
-            return Err(e.into());
-        }
-        debug_assert_eq!(dst.len() - body, len, "wire_len disagrees with write_to");
-        Ok(())
+        encode_in_place(&self.frames, msg, dst)
     }
 }
 

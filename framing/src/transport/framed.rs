@@ -42,8 +42,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::{Transport, TransportError};
+use crate::message::Message;
+use crate::message_codec::encode_in_place;
 use crate::prefix::LengthPrefix;
-use crate::FrameCodec;
+use crate::{FrameCodec, SendError};
 
 /// Size of the stack buffer an idle connection reads into.
 const SCRATCH: usize = 4096;
@@ -257,6 +259,15 @@ where
 
     fn max_message_length(&self) -> usize {
         self.codec.max_frame_length()
+    }
+
+    /// Writes the prefix and the message straight into the write buffer.
+    fn start_send_message(&mut self, message: &Message) -> Result<(), SendError> {
+        encode_in_place(&self.codec, message, &mut self.write_buf).map_err(|e| match e {
+            // The same errors as `start_send` gives for bytes.
+            SendError::Frame(frame) => SendError::Transport(frame.into()),
+            other => other,
+        })
     }
 }
 

@@ -50,7 +50,10 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures::{Sink, Stream};
 
-use crate::FrameError;
+use bijou_codec::Wire;
+
+use crate::message::Message;
+use crate::{FrameError, SendError};
 
 pub mod framed;
 #[cfg(feature = "websocket")]
@@ -75,6 +78,51 @@ pub trait Transport:
 
     /// The maximum now in force.
     fn max_message_length(&self) -> usize;
+
+    /// Queues `message` to be sent, like `start_send` (call it after
+    /// `poll_ready`). By default it encodes the message to `Bytes` and
+    /// calls `start_send`; a transport that can write a message in place
+    /// overrides it ([`FramedTransport`] writes it straight behind its
+    /// prefix, with no intermediate buffer).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Encode`] if the message does not encode,
+    /// [`SendError::Transport`] if the transport refuses it.
+    fn start_send_message(&mut self, message: &Message) -> Result<(), SendError> {
+        let bytes = message.encode()?;
+        Pin::new(self)
+            .start_send(bytes)
+            .map_err(SendError::Transport)
+    }
+}
+
+/// A boxed transport is a transport, so one `Connection<Box<dyn Transport
+/// + Send>>` type can run over whichever transport is chosen at run time.
+///
+/// ```
+/// use bijou_framing::prefix::Bijou64;
+/// use bijou_framing::transport::{FramedTransport, LengthChecked, Transport};
+///
+/// let (a, _b) = tokio::io::duplex(64);
+/// let framed: Box<dyn Transport + Send> = Box::new(FramedTransport::new(a, Bijou64));
+/// let channel = LengthChecked::new(futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>(), futures::sink::drain());
+/// let mut either: Vec<Box<dyn Transport + Send>> = vec![framed, Box::new(channel)];
+/// either[1].set_max_message_length(256);
+/// assert_eq!(either[1].max_message_length(), 256);
+/// ```
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn set_max_message_length(&mut self, max: usize) {
+        (**self).set_max_message_length(max);
+    }
+
+    fn max_message_length(&self) -> usize {
+        (**self).max_message_length()
+    }
+
+    fn start_send_message(&mut self, message: &Message) -> Result<(), SendError> {
+        (**self).start_send_message(message)
+    }
 }
 
 /// Why a transport could not carry a message. Every variant ends the
