@@ -180,9 +180,6 @@ struct Pending {
     message: SyncMessage,
     items: Vec<VerifiedItem>,
     rejected: Vec<RejectedItem>,
-    /// Whether a bad item rejects only itself (a BatchSyncResponse) or the
-    /// whole message (a LooseCommit or Fragment).
-    per_item: bool,
     /// The next item to verify.
     next: usize,
     /// Items already paid for from the budget.
@@ -194,16 +191,11 @@ impl Pending {
     fn start(frame: MessageFrame) -> Start {
         let result = match frame.message {
             Ok(Message::Sync(message)) => {
-                let per_item = !matches!(
-                    message,
-                    SyncMessage::LooseCommit(_) | SyncMessage::Fragment(_)
-                );
                 return Start::Verify(Self {
                     bytes: frame.bytes,
                     items: Vec::with_capacity(message.signed_item_count()),
                     rejected: Vec::new(),
                     message,
-                    per_item,
                     next: 0,
                     paid: 0,
                 });
@@ -217,13 +209,23 @@ impl Pending {
         })
     }
 
+    /// Whether a bad item rejects only itself (a BatchSyncResponse) or the
+    /// whole message (a LooseCommit or Fragment, whose one item it is).
+    fn per_item(&self) -> bool {
+        !matches!(
+            self.message,
+            SyncMessage::LooseCommit(_) | SyncMessage::Fragment(_)
+        )
+    }
+
     /// Verifies items up to `end` (exclusive); `Some` if the whole message
     /// is rejected.
     fn verify_until(&mut self, end: usize) -> Option<Received> {
+        let per_item = self.per_item();
         for index in self.next..end {
             match self.message.verify_item(index) {
                 Some(Ok(item)) => self.items.push(item),
-                Some(Err(error)) if self.per_item => {
+                Some(Err(error)) if per_item => {
                     self.rejected.push(RejectedItem { index, error });
                 }
                 Some(Err(error)) => {
