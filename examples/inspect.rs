@@ -28,7 +28,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bijou_frame::framing::message::{
-    Audience, BlobMessage, HandshakeMessage, Message, Scoped, SyncMessage, SyncResult,
+    Audience, BlobMessage, EphemeralMessage, HandshakeMessage, Message, Scoped, SyncMessage,
+    SyncResult,
 };
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixError, U32Be};
 use bijou_frame::prelude::Wire;
@@ -260,7 +261,32 @@ fn describe(frame: Bytes, start: usize, out: &mut impl Write) -> std::io::Result
     match msg {
         Message::Handshake(h) => handshake(&h, out),
         Message::Sync(s) => sync(&s, out),
+        Message::Ephemeral(e) => ephemeral(&e, out),
     }
+}
+
+fn ephemeral(e: &EphemeralMessage, out: &mut impl Write) -> std::io::Result<bool> {
+    let (name, topics) = match e {
+        EphemeralMessage::Ephemeral(signed) => {
+            let h = signed.header();
+            writeln!(out, "    SUE\0 Ephemeral (tag 00) from {}", signed.issuer())?;
+            writeln!(out, "    topic      {}", h.topic)?;
+            writeln!(out, "    nonce      {:#018x}", h.nonce)?;
+            writeln!(out, "    timestamp  {} (unix s)", h.timestamp)?;
+            writeln!(out, "    payload    {} B", h.payload_len)?;
+            let check = signed.verify_strict().map(|_| ());
+            writeln!(out, "    signature  {}", verdict(&check))?;
+            return Ok(check.is_ok());
+        }
+        EphemeralMessage::Subscribe(t) => ("Subscribe (tag 01)", t),
+        EphemeralMessage::Unsubscribe(t) => ("Unsubscribe (tag 02)", t),
+        EphemeralMessage::SubscribeRejected(t) => ("SubscribeRejected (tag 03)", t),
+    };
+    writeln!(out, "    SUE\0 {name}: {} topic(s), unsigned", topics.len())?;
+    for topic in topics {
+        writeln!(out, "    topic      {topic}")?;
+    }
+    Ok(true)
 }
 
 fn verdict<E: std::fmt::Display>(r: &Result<(), E>) -> String {

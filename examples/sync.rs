@@ -66,7 +66,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bijou_frame::framing::connection::{RejectedItem, VerifiedMessage};
+use bijou_frame::framing::connection::{Delivered, RejectedItem, VerifiedMessage};
 use bijou_frame::framing::handshake::{HandshakeConfig, Responder};
 use bijou_frame::framing::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, Fingerprint,
@@ -550,7 +550,9 @@ impl SyncServer {
                 Ok(Ok(Some(received))) => received,
             };
             let verified = match received.result {
-                Ok(verified) => verified,
+                Ok(Delivered::Sync(verified)) => verified,
+                // This server does not relay ephemeral messages.
+                Ok(_) => continue,
                 Err(why) => {
                     report.rejected += 1;
                     self.rejected.fetch_add(1, Ordering::Relaxed);
@@ -980,10 +982,10 @@ async fn push(conn: &mut Connection<Carrier>, plan: &Plan, job: &ClientJob) -> P
         };
         let now = Instant::now();
         match received.result {
-            Ok(VerifiedMessage {
+            Ok(Delivered::Sync(VerifiedMessage {
                 message: SyncMessage::HeadsUpdate(update),
                 ..
-            }) if update.id == plan.tree => {
+            })) if update.id == plan.tree => {
                 // Cumulative: the newest of our commits it names covers
                 // every pending commit sent before it.
                 let newest = update
@@ -1055,7 +1057,8 @@ async fn fetch(conn: &mut Connection<Carrier>, plan: &Plan, wait: Duration) -> F
             Ok(Ok(Some(received))) => received,
         };
         let verified = match received.result {
-            Ok(verified) => verified,
+            Ok(Delivered::Sync(verified)) => verified,
+            Ok(_) => continue,
             Err(why) => {
                 out.problems
                     .push(format!("rejected a server message: {why}"));

@@ -10,12 +10,21 @@
 //!                                    (forward received bytes untouched)
 //!   handshake messages after the handshake: refused (SendError::HandshakeAfterHandshake)
 //!
+//!   subscribe / unsubscribe (Topics), publish (signer, topic, payload)  ── SUE\0 ──►
+//!
 //!   Stream ──► Some(Ok(Received { bytes, result }))
-//!                 result = Ok(VerifiedMessage)   items: every signed item that passed
+//!                 result = Ok(Delivered::Sync(VerifiedMessage))
+//!                                                items: every signed item that passed
 //!                                                verify_strict, the scope and the blob check;
 //!                                                rejected: the BatchSyncResponse items that
 //!                                                did not, by index and reason
-//!                        = Err(Rejected)         malformed, a bad LooseCommit/Fragment,
+//!                        = Ok(Delivered::Ephemeral(Verified<EphemeralPayload>))
+//!                                                a topic we subscribed to, in time, fresh,
+//!                                                verified (see crate::ephemeral)
+//!                        = Ok(Delivered::Subscribed | Unsubscribed | SubscribeRejected)
+//!                                                the peer's control messages, applied
+//!                        = Err(Rejected)         malformed, a bad LooseCommit/Fragment, an
+//!                                                ephemeral message that failed a check,
 //!                                                a handshake message: reported, and the
 //!                                                connection stays up
 //!          ──► Some(Err(TransportError))         the transport failed: the stream ends
@@ -61,7 +70,7 @@
 //! client.send(&msg.clone().into()).await?;
 //!
 //! let received = server.next().await.expect("one message")?;
-//! let verified = received.result?;
+//! let verified = received.result?.into_sync().expect("a sync message");
 //! assert_eq!(verified.message, msg);
 //! assert_eq!(verified.items.len(), 1);
 //! # Ok(())
@@ -71,15 +80,18 @@
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use bijou_signing::{Identity, PeerId};
+use bijou_signing::{Identity, PeerId, Verified};
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 
+use crate::ephemeral::{
+    EphemeralConfig, EphemeralRejected, EphemeralSession, PublishError, SubscribeOutcome,
+};
 use crate::handshake::{self, Authenticated, HandshakeConfig, HandshakeError, Responder};
 use crate::message::{
-    Audience, HandshakeMessage, Message, MessageError, SyncMessage, VerifiedItem, VerifyItemError,
-    HANDSHAKE_SCHEMA,
+    Audience, EphemeralMessage, EphemeralPayload, HandshakeMessage, Message, MessageError,
+    SignedEphemeral, SyncMessage, Topic, Topics, VerifiedItem, VerifyItemError, HANDSHAKE_SCHEMA,
 };
 use crate::transport::{Transport, TransportError};
 use crate::verify_budget::Bucket;
@@ -129,6 +141,57 @@ pub enum Rejected {
     /// A handshake message after the handshake completed.
     #[error("unexpected handshake message after the handshake")]
     UnexpectedHandshake(Box<HandshakeMessage>),
+    /// An ephemeral message that failed a check: too large, stale or in
+    /// the future, for a topic we did not subscribe to, a duplicate, or a
+    /// bad signature (see [`ephemeral`](crate::ephemeral)).
+    #[error("ephemeral message rejected: {0}")]
+    Ephemeral(#[source] EphemeralRejected),
+}
+
+/// What an accepted message delivered.
+#[derive(Debug, Clone)]
+pub enum Delivered {
+    /// A sync message and its verified items.
+    Sync(VerifiedMessage),
+    /// An ephemeral message for a topic we subscribed to: in time, not
+    /// seen before, and verified.
+    Ephemeral(Verified<EphemeralPayload>),
+    /// The peer subscribed to topics (recorded, up to the cap; answer
+    /// the `rejected` ones with a `SubscribeRejected`).
+    Subscribed(SubscribeOutcome),
+    /// The peer unsubscribed from topics (recorded).
+    Unsubscribed(Topics),
+    /// The peer refused some of our subscriptions.
+    SubscribeRejected(Topics),
+}
+
+impl Delivered {
+    /// The sync message, if this is one.
+    #[must_use]
+    pub fn into_sync(self) -> Option<VerifiedMessage> {
+        match self {
+            Self::Sync(verified) => Some(verified),
+            _ => None,
+        }
+    }
+
+    /// The sync message, if this is one.
+    #[must_use]
+    pub fn as_sync(&self) -> Option<&VerifiedMessage> {
+        match self {
+            Self::Sync(verified) => Some(verified),
+            _ => None,
+        }
+    }
+
+    /// The ephemeral message, if this is one.
+    #[must_use]
+    pub fn into_ephemeral(self) -> Option<Verified<EphemeralPayload>> {
+        match self {
+            Self::Ephemeral(verified) => Some(verified),
+            _ => None,
+        }
+    }
 }
 
 /// One received message: its exact bytes and what it held.
@@ -136,12 +199,15 @@ pub enum Rejected {
 pub struct Received {
     /// The message's bytes, exactly as received (no frame prefix).
     pub bytes: Bytes,
-    /// The verified message, or why it was rejected.
-    pub result: Result<VerifiedMessage, Rejected>,
+    /// What it delivered, or why it was rejected.
+    pub result: Result<Delivered, Rejected>,
 }
 
 /// Decodes and verifies one received message, all at once (what a
-/// [`Connection`] does with each message, without the pacing).
+/// [`Connection`] does with each message, without the pacing). With no
+/// session to hold subscriptions, an ephemeral message is only
+/// verified (no age, topic or duplicate check), and a Subscribe is
+/// accepted whole.
 ///
 /// ```
 /// use bijou_framing::connection::{verify_message, Rejected};
@@ -150,32 +216,125 @@ pub struct Received {
 /// ```
 #[must_use]
 pub fn verify_message(bytes: Bytes) -> Received {
-    match Pending::start(MessageFrame::decode(bytes)) {
+    match Pending::start(MessageFrame::decode(bytes), None) {
         Start::Answered(received) => received,
-        Start::Verify(mut pending) => {
+        Start::Verify(Pending::Sync(mut pending)) => {
             let total = pending.message.signed_item_count();
             pending
                 .verify_until(total)
                 .unwrap_or_else(|| pending.finish())
         }
+        Start::Verify(Pending::Ephemeral(pending)) => {
+            let result = pending
+                .message
+                .verify_strict()
+                .map(Delivered::Ephemeral)
+                .map_err(|e| Rejected::Ephemeral(EphemeralRejected::Signature(e)));
+            Received {
+                bytes: pending.bytes,
+                result,
+            }
+        }
     }
 }
 
 /// A received message: either answered at once (malformed, a handshake
-/// message), or a sync message whose items are to be verified.
+/// message, a control message, an ephemeral message that failed a cheap
+/// check), or a message with signatures to verify.
 enum Start {
     Answered(Received),
     Verify(Pending),
 }
 
+/// A message taken off the transport with signatures still to verify.
+/// It lives in the connection, not in a future, so a cancelled receive
+/// loses nothing: the next poll carries on where it stopped.
+#[derive(Debug)]
+enum Pending {
+    Sync(PendingSync),
+    Ephemeral(PendingEphemeral),
+}
+
+/// An ephemeral message that passed the cheap checks at `now`.
+#[derive(Debug)]
+struct PendingEphemeral {
+    bytes: Bytes,
+    message: SignedEphemeral,
+    now: u64,
+    paid: bool,
+}
+
+impl Pending {
+    /// A message to verify, or the answer for anything else. `session` is
+    /// the connection's ephemeral state (`None`: verify only).
+    fn start(frame: MessageFrame, session: Option<&mut EphemeralSession>) -> Start {
+        let bytes = frame.bytes;
+        let answer = |result| {
+            Start::Answered(Received {
+                bytes: bytes.clone(),
+                result,
+            })
+        };
+        let message = match frame.message {
+            Ok(Message::Sync(message)) => {
+                return Start::Verify(Self::Sync(PendingSync::new(bytes, message)));
+            }
+            Ok(Message::Ephemeral(message)) => message,
+            Err(e) => return answer(Err(Rejected::Malformed(e))),
+            Ok(Message::Handshake(h)) => {
+                return answer(Err(Rejected::UnexpectedHandshake(Box::new(h))))
+            }
+        };
+        let delivered = match (message, session) {
+            (EphemeralMessage::Ephemeral(message), Some(session)) => {
+                let now = session.config().clock.now();
+                if let Err(e) = session.precheck(&message, now) {
+                    return answer(Err(Rejected::Ephemeral(e)));
+                }
+                return Start::Verify(Self::Ephemeral(PendingEphemeral {
+                    bytes,
+                    message: *message,
+                    now,
+                    paid: false,
+                }));
+            }
+            (EphemeralMessage::Ephemeral(message), None) => {
+                return Start::Verify(Self::Ephemeral(PendingEphemeral {
+                    bytes,
+                    message: *message,
+                    now: 0,
+                    paid: true,
+                }));
+            }
+            (EphemeralMessage::Subscribe(topics), Some(session)) => {
+                Delivered::Subscribed(session.remote_subscribe(&topics))
+            }
+            (EphemeralMessage::Subscribe(topics), None) => {
+                Delivered::Subscribed(SubscribeOutcome {
+                    accepted: topics.as_slice().to_vec(),
+                    rejected: None,
+                })
+            }
+            (EphemeralMessage::Unsubscribe(topics), session) => {
+                if let Some(session) = session {
+                    session.remote_unsubscribe(&topics);
+                }
+                Delivered::Unsubscribed(topics)
+            }
+            (EphemeralMessage::SubscribeRejected(topics), _) => {
+                Delivered::SubscribeRejected(topics)
+            }
+        };
+        answer(Ok(delivered))
+    }
+}
+
 /// Signed items verified between two looks at the budget.
 const VERIFY_CHUNK: usize = 256;
 
-/// A sync message taken off the transport whose signed items are being
-/// verified. It lives in the connection, not in a future, so a cancelled
-/// receive loses nothing: the next poll carries on where it stopped.
+/// A sync message whose signed items are being verified.
 #[derive(Debug)]
-struct Pending {
+struct PendingSync {
     bytes: Bytes,
     message: SyncMessage,
     items: Vec<VerifiedItem>,
@@ -186,27 +345,16 @@ struct Pending {
     paid: usize,
 }
 
-impl Pending {
-    /// A sync message to verify, or the answer for anything else.
-    fn start(frame: MessageFrame) -> Start {
-        let result = match frame.message {
-            Ok(Message::Sync(message)) => {
-                return Start::Verify(Self {
-                    bytes: frame.bytes,
-                    items: Vec::with_capacity(message.signed_item_count()),
-                    rejected: Vec::new(),
-                    message,
-                    next: 0,
-                    paid: 0,
-                });
-            }
-            Err(e) => Rejected::Malformed(e),
-            Ok(Message::Handshake(h)) => Rejected::UnexpectedHandshake(Box::new(h)),
-        };
-        Start::Answered(Received {
-            bytes: frame.bytes,
-            result: Err(result),
-        })
+impl PendingSync {
+    fn new(bytes: Bytes, message: SyncMessage) -> Self {
+        Self {
+            bytes,
+            items: Vec::with_capacity(message.signed_item_count()),
+            rejected: Vec::new(),
+            message,
+            next: 0,
+            paid: 0,
+        }
     }
 
     /// Whether a bad item rejects only itself (a BatchSyncResponse) or the
@@ -244,22 +392,23 @@ impl Pending {
     fn finish(self) -> Received {
         Received {
             bytes: self.bytes,
-            result: Ok(VerifiedMessage {
+            result: Ok(Delivered::Sync(VerifiedMessage {
                 message: self.message,
                 items: self.items,
                 rejected: self.rejected,
-            }),
+            })),
         }
     }
 }
 
 /// The receiving side's state: the verification budget, the message being
-/// verified, and whether the transport has ended.
+/// verified, whether the transport has ended, and the ephemeral state.
 #[derive(Debug)]
 struct Receiving {
     budget: Bucket,
     pending: Option<Pending>,
     ended: bool,
+    ephemeral: EphemeralSession,
 }
 
 impl Receiving {
@@ -268,6 +417,7 @@ impl Receiving {
             budget: Bucket::new(VerifyBudget::DEFAULT),
             pending: None,
             ended: false,
+            ephemeral: EphemeralSession::default(),
         }
     }
 
@@ -296,12 +446,30 @@ impl Receiving {
                     return Poll::Ready(None);
                 }
             };
-            match Pending::start(MessageFrame::decode(bytes)) {
+            match Pending::start(MessageFrame::decode(bytes), Some(&mut self.ephemeral)) {
                 Start::Verify(pending) => self.pending = Some(pending),
                 Start::Answered(received) => return Poll::Ready(Some(Ok(received))),
             }
         }
-        while let Some(pending) = self.pending.as_mut() {
+        if let Some(Pending::Ephemeral(pending)) = self.pending.as_mut() {
+            if !pending.paid {
+                ready!(self.budget.poll_spend(cx, 1));
+                pending.paid = true;
+            }
+            let Some(Pending::Ephemeral(pending)) = self.pending.take() else {
+                return Poll::Ready(None);
+            };
+            let result = self
+                .ephemeral
+                .verify_and_record(&pending.message, pending.now)
+                .map(Delivered::Ephemeral)
+                .map_err(Rejected::Ephemeral);
+            return Poll::Ready(Some(Ok(Received {
+                bytes: pending.bytes,
+                result,
+            })));
+        }
+        while let Some(Pending::Sync(pending)) = self.pending.as_mut() {
             let total = pending.message.signed_item_count();
             if pending.next >= total {
                 break;
@@ -316,7 +484,10 @@ impl Receiving {
                 return Poll::Ready(Some(Ok(rejected)));
             }
         }
-        Poll::Ready(self.pending.take().map(|pending| Ok(pending.finish())))
+        Poll::Ready(match self.pending.take() {
+            Some(Pending::Sync(pending)) => Some(Ok(pending.finish())),
+            _ => None,
+        })
     }
 }
 
@@ -348,7 +519,7 @@ fn check_message(message: &Message) -> Result<(), SendError> {
         Message::Handshake(h) => Err(SendError::HandshakeAfterHandshake {
             kind: h.kind_name(),
         }),
-        Message::Sync(_) => Ok(()),
+        Message::Sync(_) | Message::Ephemeral(_) => Ok(()),
     }
 }
 
@@ -516,6 +687,69 @@ impl<T: Transport> Connection<T> {
     /// per second.
     pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
         self.receiving.budget.set_budget(budget);
+    }
+
+    /// The ephemeral state: our subscriptions, the peer's, the limits.
+    #[must_use]
+    pub fn ephemeral(&self) -> &EphemeralSession {
+        &self.receiving.ephemeral
+    }
+
+    /// Replaces the ephemeral limits and clock; subscriptions are kept,
+    /// the deduplication window starts empty. Call it before receiving.
+    pub fn set_ephemeral_config(&mut self, config: EphemeralConfig) {
+        let old = std::mem::replace(&mut self.receiving.ephemeral, EphemeralSession::new(config));
+        let local: Vec<Topic> = old.subscriptions().copied().collect();
+        let remote: Vec<Topic> = old.remote_subscriptions().copied().collect();
+        if let Some(topics) = Topics::new(local) {
+            self.receiving.ephemeral.subscribe(&topics);
+        }
+        if let Some(topics) = Topics::new(remote) {
+            self.receiving.ephemeral.remote_subscribe(&topics);
+        }
+    }
+
+    /// Subscribes to `topics`: from now on, ephemeral messages for them
+    /// are delivered, and the peer is asked to send them (a Subscribe).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: more than 65,535 topics, or the transport failed.
+    pub async fn subscribe(&mut self, topics: Topics) -> Result<(), SendError> {
+        self.receiving.ephemeral.subscribe(&topics);
+        self.send(Message::Ephemeral(EphemeralMessage::Subscribe(topics)))
+            .await
+    }
+
+    /// Unsubscribes from `topics`: their messages are refused from now on
+    /// ([`EphemeralRejected::NotSubscribed`]), and the peer is told.
+    ///
+    /// # Errors
+    ///
+    /// As [`Connection::subscribe`].
+    pub async fn unsubscribe(&mut self, topics: Topics) -> Result<(), SendError> {
+        self.receiving.ephemeral.unsubscribe(&topics);
+        self.send(Message::Ephemeral(EphemeralMessage::Unsubscribe(topics)))
+            .await
+    }
+
+    /// Signs `payload` for `topic` as `signer`, stamped with the
+    /// ephemeral clock and a random nonce, and sends it. Returns what was
+    /// sent. Whether the peer subscribed is not checked (a relay forwards
+    /// what it is sent); see [`EphemeralSession::remote_is_subscribed`].
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError`]: too large, the signer failed, or the send failed.
+    pub async fn publish<S: Identity + ?Sized>(
+        &mut self,
+        signer: &S,
+        topic: Topic,
+        payload: impl Into<Bytes>,
+    ) -> Result<SignedEphemeral, PublishError> {
+        let sealed = self.receiving.ephemeral.seal(signer, topic, payload)?;
+        self.send(Message::Ephemeral(sealed.clone().into())).await?;
+        Ok(sealed)
     }
 
     /// Splits into a sending and a receiving half for two tasks;

@@ -47,7 +47,8 @@
 //!
 //! - [`message`]: Subduction-compatible messages: the `SUM\0` sync envelope
 //!   ([`SyncMessage`]) with its signed `STC\0`/`STF\0` payloads, and the
-//!   `SUH\0` handshake ([`HandshakeMessage`]). Decoding is injective,
+//!   `SUH\0` handshake ([`HandshakeMessage`]), and the `SUE\0` ephemeral
+//!   messages ([`EphemeralMessage`](message::EphemeralMessage)). Decoding is injective,
 //!   bounded and panic-free; encoding never truncates.
 //! - [`MessageCodec`]: [`FrameCodec`] plus typed [`Message`] decode/encode.
 //!   Framing errors end the stream; an undecodable message in a good frame
@@ -69,6 +70,10 @@
 //!   scope and blob checks) together with their exact bytes, and a `Sink`
 //!   of messages. Bad signatures and blob mismatches are reported and the
 //!   connection stays up; transport errors end it.
+//! - [`ephemeral`]: non-persisted messages on a connection: subscriptions
+//!   both ways, and the size, age, topic and duplicate checks run before a
+//!   signature is verified, in bounded memory
+//!   ([`nonce_cache`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -90,13 +95,15 @@ pub mod message_codec;
 // Peers: message transports, the sans-IO handshake and authenticated
 // connections.
 pub mod connection;
+pub mod ephemeral;
 pub mod handshake;
+pub mod nonce_cache;
 pub mod transport;
 pub mod verify_budget;
 
 pub use bijou_codec::Wire;
 pub use builder::Builder;
-pub use connection::{Connection, Received, Rejected, RejectedItem, VerifiedMessage};
+pub use connection::{Connection, Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 pub use error::FrameError;
 pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
 pub use handshake::{HandshakeConfig, HandshakeError, Responder};

@@ -114,7 +114,15 @@ async fn a_diff_repeating_one_signed_commit_costs_no_verification() {
     let (sent, ok) = tokio::join!(client.send(&msg), server.recv());
     sent.expect("send");
     let ok = ok.expect("frame").expect("one");
-    assert_eq!(ok.result.expect("verified").items.len(), 1);
+    assert_eq!(
+        ok.result
+            .expect("verified")
+            .into_sync()
+            .expect("sync")
+            .items
+            .len(),
+        1
+    );
 }
 
 /// The budget paces verification: 300 distinct valid commits against a
@@ -130,7 +138,16 @@ async fn the_verification_budget_paces_a_peer() {
     sent.expect("send");
     let received = received.expect("frame").expect("one");
     let waited = started.elapsed();
-    assert_eq!(received.result.expect("verified").items.len(), 300);
+    assert_eq!(
+        received
+            .result
+            .expect("verified")
+            .into_sync()
+            .expect("sync")
+            .items
+            .len(),
+        300
+    );
     assert!(
         waited >= Duration::from_secs(2),
         "300 verifications at 100/s after a burst of 100 took {waited:?}"
@@ -156,7 +173,12 @@ async fn a_cancelled_recv_loses_no_message() {
             .await
             .expect("send");
     }
-    let head = |received: bijou_framing::Received| match received.result.expect("verified").message
+    let head = |received: bijou_framing::Received| match received
+        .result
+        .expect("verified")
+        .into_sync()
+        .expect("sync")
+        .message
     {
         SyncMessage::BatchSyncResponse(BatchSyncResponse {
             result: SyncResult::Ok(diff),

@@ -54,7 +54,7 @@ async fn recv_handshake(raw: &mut Raw) -> HandshakeMessage {
     let frame = raw.next().await.expect("a frame").expect("well framed");
     match Message::decode(frame).expect("decodes") {
         Message::Handshake(h) => h,
-        Message::Sync(_) => panic!("expected a handshake message"),
+        other => panic!("expected a handshake message, got {}", other.kind_name()),
     }
 }
 
@@ -572,7 +572,11 @@ async fn bad_items_are_reported_and_the_connection_stays_up() {
         assert!(matches!(r.result, Err(Rejected::Malformed(_))));
         let r = server.recv().await.expect("frame").expect("open");
         assert_eq!(r.bytes, honest_bytes);
-        let v = r.result.expect("honest verifies");
+        let v = r
+            .result
+            .expect("honest verifies")
+            .into_sync()
+            .expect("a sync message");
         assert_eq!(v.message, honest);
         assert_eq!(v.items.len(), 1);
         let r = server.recv().await.expect("frame").expect("open");

@@ -110,7 +110,11 @@ async fn next_verified<T: Transport>(conn: &mut Connection<T>) -> VerifiedMessag
         .expect("a reply in time")
         .expect("connection open")
         .expect("transport ok");
-    let verified = received.result.expect("the reply verifies");
+    let verified = received
+        .result
+        .expect("the reply verifies")
+        .into_sync()
+        .expect("a sync message");
     assert!(
         verified.rejected.is_empty(),
         "items rejected: {:?}",
@@ -412,7 +416,11 @@ async fn their_client_handshakes_with_our_server_and_its_commit_arrives_verified
                 msg.encode().as_slice(),
                 "their exact bytes"
             );
-            let verified = received.result.expect("verified");
+            let verified = received
+                .result
+                .expect("verified")
+                .into_sync()
+                .expect("a sync message");
             assert_eq!(verified.items.len(), 1);
             match verified.message {
                 SyncMessage::LooseCommit(m) => {

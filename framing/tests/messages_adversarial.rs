@@ -13,9 +13,9 @@ mod messages_support;
 
 use bijou_codec::{ReadError, Wire, WriteError};
 use bijou_framing::message::{
-    BlobMessage, CommitId, DataRequestRejected, Fingerprint, FingerprintSeed, HandshakeMessage,
-    HeadsUpdate, LooseCommit, Message, MessageError, RemoteHeads, SedimentreeId, SignedItem,
-    SyncDiff, SyncMessage, SyncResult, VerifyItemError,
+    BlobMessage, CommitId, DataRequestRejected, EphemeralMessage, Fingerprint, FingerprintSeed,
+    HandshakeMessage, HeadsUpdate, LooseCommit, Message, MessageError, RemoteHeads, SedimentreeId,
+    SignedItem, SyncDiff, SyncMessage, SyncResult, VerifyItemError,
 };
 use bijou_signing::{Blob, DecodeError, SealError, Signed, VerifyError};
 use bytes::Bytes;
@@ -52,6 +52,8 @@ fn verifies(msg: &Message) -> bool {
         Message::Handshake(HandshakeMessage::Challenge(s)) => s.verify_strict().is_ok(),
         Message::Handshake(HandshakeMessage::Response(s)) => s.verify_strict().is_ok(),
         Message::Handshake(_) => true,
+        Message::Ephemeral(EphemeralMessage::Ephemeral(s)) => s.verify_strict().is_ok(),
+        Message::Ephemeral(_) => true,
     }
 }
 
@@ -62,6 +64,8 @@ fn carries_a_valid_signature(msg: &Message) -> bool {
         Message::Handshake(HandshakeMessage::Challenge(s)) => s.verify_strict().is_ok(),
         Message::Handshake(HandshakeMessage::Response(s)) => s.verify_strict().is_ok(),
         Message::Handshake(_) => false,
+        Message::Ephemeral(EphemeralMessage::Ephemeral(s)) => s.verify_strict().is_ok(),
+        Message::Ephemeral(_) => false,
     }
 }
 

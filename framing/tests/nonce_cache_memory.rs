@@ -26,8 +26,12 @@ fn fill_and_check(capacity: usize, seconds: u64) -> f64 {
     let mut worst_margin = f64::MAX;
     for i in 0..capacity {
         let ts = now - (i as u64 % seconds);
-        let verdict =
-            cache.check_and_insert(PeerId::from_bytes(rng.random()), rng.random(), ts, now);
+        let verdict = cache.check_and_insert(
+            PeerId::from_bytes(rng.random()),
+            rng.random::<[u8; 16]>(),
+            ts,
+            now,
+        );
         assert_eq!(verdict, NonceCheck::Fresh);
         if i % 101 == 0 || i + 1 == capacity {
             let used = ALLOCATOR.allocated() - before;

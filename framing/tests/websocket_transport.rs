@@ -213,7 +213,11 @@ fn commit_msg(signer: u8, i: u32) -> Message {
 /// commit verified as signed by `signer` over `blob(i)`.
 fn assert_commit(received: Received, sent: &Message, signer: u8, i: u32) {
     assert_eq!(received.bytes, sent.encode().expect("encode"));
-    let verified = received.result.expect("verified");
+    let verified = received
+        .result
+        .expect("verified")
+        .into_sync()
+        .expect("a sync message");
     assert_eq!(&Message::Sync(verified.message.clone()), sent);
     assert!(verified.rejected.is_empty());
     match verified.items.as_slice() {
@@ -952,7 +956,11 @@ async fn batch_response_reports_bad_items_by_index_and_keeps_the_good() {
             message,
             items,
             rejected,
-        } = received.result.expect("delivered, with rejected items");
+        } = received
+            .result
+            .expect("delivered, with rejected items")
+            .into_sync()
+            .expect("a sync message");
         assert_eq!(Message::Sync(message), msg);
 
         let verified: Vec<(bool, u8)> = items

@@ -89,11 +89,10 @@ use crate::transport::{Transport, TransportError};
 use crate::DEFAULT_MAX_FRAME_LENGTH;
 
 mod initiator;
-pub mod nonce_cache;
 mod responder;
 
+pub use crate::nonce_cache::{self, NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
 pub use initiator::Initiator;
-pub use nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
 pub use responder::{Answer, Refusal, Responder};
 
 /// Largest message either side accepts before the handshake completes. The

@@ -29,6 +29,14 @@ pub enum MessageError {
         /// The message's actual length.
         actual: usize,
     },
+    /// A list that must hold at least one element declares none.
+    #[error("{field} at offset {offset}: count 0, at least one is needed")]
+    EmptyList {
+        /// The list.
+        field: &'static str,
+        /// Where its count starts.
+        offset: usize,
+    },
     /// A sync tag that Subduction retired (`02`, `03`).
     #[error("retired sync message tag {tag:#04x} at offset {offset}")]
     RetiredTag {

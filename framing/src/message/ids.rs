@@ -1,9 +1,11 @@
-//! Identifiers carried by sync messages: [`SedimentreeId`], [`CommitId`],
-//! [`Fingerprint`] and the [`FingerprintSeed`] that keys it.
+//! Identifiers carried by messages: [`SedimentreeId`], [`CommitId`],
+//! [`Fingerprint`] and the [`FingerprintSeed`] that keys it, and the
+//! ephemeral [`Topic`].
 //!
 //! ```text
 //!   SedimentreeId  +------------------ 32 bytes ------------------+  (opaque)
 //!   CommitId       +------------------ 32 bytes ------------------+  (opaque)
+//!   Topic          +------------------ 32 bytes ------------------+  (opaque)
 //!   FingerprintSeed   | SeedKey0 u64 BE | SeedKey1 u64 BE |            (16 bytes)
 //!   Fingerprint       | SipHash-2-4(key0, key1; commit id) u64 BE |    (8 bytes)
 //! ```
@@ -94,6 +96,20 @@ id32!(
     SedimentreeId,
     "sedimentree_id"
 );
+
+id32!(
+    /// An ephemeral topic: 32 opaque bytes naming a channel for
+    /// non-persisted messages (presence, cursors). Often a document's
+    /// [`SedimentreeId`], but not necessarily.
+    Topic,
+    "topic"
+);
+
+impl From<SedimentreeId> for Topic {
+    fn from(id: SedimentreeId) -> Self {
+        Self(*id.as_bytes())
+    }
+}
 
 id32!(
     /// A commit id: 32 opaque, caller-supplied bytes (for Automerge, the

@@ -1,5 +1,6 @@
 //! Subduction-compatible messages: the `SUM\0` sync envelope, the signed
-//! `STC\0`/`STF\0` payloads it carries, and the `SUH\0` handshake.
+//! `STC\0`/`STF\0` payloads it carries, the `SUH\0` handshake, and the
+//! `SUE\0` ephemeral messages.
 //!
 //! Byte-compatible with `subduction_core` 0.20 / `sedimentree_core` 0.16 /
 //! `subduction_crypto` 0.11, and stricter: decoding is injective
@@ -22,10 +23,13 @@
 //!       heads_update.rs            08
 //!     handshake/mod.rs     HandshakeMessage: "SUH\0" + kind dispatch
 //!       challenge.rs  response.rs  rejection.rs
+//!     ephemeral/mod.rs     EphemeralMessage: "SUE\0" + tag dispatch
+//!       payload.rs  signed_ephemeral.rs   00 signed EphemeralPayload
+//!       topics.rs                         01 Subscribe, 02 Unsubscribe, 03 SubscribeRejected
 //!     loose_commit.rs      STC\0 signed payload     fragment.rs   STF\0 signed payload
 //!     signed_item.rs       Signed<T> · BlobLen · Blob, and its scope-bound verification
 //!     sync_diff.rs         SyncDiff                remote_heads.rs  RemoteHeads
-//!     ids.rs               SedimentreeId, CommitId, Fingerprint, FingerprintSeed
+//!     ids.rs               SedimentreeId, CommitId, Fingerprint, FingerprintSeed, Topic
 //!     fields.rs            shared field helpers    error.rs   MessageError, VerifyItemError
 //! ```
 
@@ -33,6 +37,7 @@ use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
 use bytes::BufMut;
 
+pub mod ephemeral;
 pub mod error;
 mod fields;
 pub mod fragment;
@@ -44,13 +49,16 @@ pub mod signed_item;
 pub mod sync;
 pub mod sync_diff;
 
+pub use ephemeral::{
+    EphemeralHeader, EphemeralMessage, EphemeralPayload, SignedEphemeral, Topics, EPHEMERAL_SCHEMA,
+};
 pub use error::{MessageError, VerifyItemError};
 pub use fragment::{Checkpoint, Fragment};
 pub use handshake::{
     discovery_id, Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
     HANDSHAKE_SCHEMA,
 };
-pub use ids::{CommitId, Fingerprint, FingerprintSeed, SedimentreeId};
+pub use ids::{CommitId, Fingerprint, FingerprintSeed, SedimentreeId, Topic};
 pub use loose_commit::LooseCommit;
 pub use remote_heads::RemoteHeads;
 pub use signed_item::SignedItem;
@@ -74,6 +82,8 @@ pub enum Message {
     Sync(SyncMessage),
     /// `SUH\0`.
     Handshake(HandshakeMessage),
+    /// `SUE\0`.
+    Ephemeral(EphemeralMessage),
 }
 
 impl Message {
@@ -83,6 +93,7 @@ impl Message {
         match self {
             Self::Sync(_) => "sync message",
             Self::Handshake(h) => h.kind_name(),
+            Self::Ephemeral(e) => e.kind_name(),
         }
     }
 }
@@ -109,6 +120,7 @@ impl Wire for Message {
         match self {
             Self::Sync(msg) => msg.write_to(w),
             Self::Handshake(msg) => msg.write_to(w),
+            Self::Ephemeral(msg) => msg.write_to(w),
         }
     }
 
@@ -116,6 +128,7 @@ impl Wire for Message {
         match r.peek_array::<4>() {
             Some(SYNC_SCHEMA) => SyncMessage::read_from(r).map(Self::Sync),
             Some(HANDSHAKE_SCHEMA) => HandshakeMessage::read_from(r).map(Self::Handshake),
+            Some(EPHEMERAL_SCHEMA) => EphemeralMessage::read_from(r).map(Self::Ephemeral),
             Some(found) => Err(MessageError::UnknownSchema {
                 found: Schema(found),
             }),
@@ -132,6 +145,12 @@ impl Wire for Message {
 impl From<SyncMessage> for Message {
     fn from(msg: SyncMessage) -> Self {
         Self::Sync(msg)
+    }
+}
+
+impl From<EphemeralMessage> for Message {
+    fn from(msg: EphemeralMessage) -> Self {
+        Self::Ephemeral(msg)
     }
 }
 

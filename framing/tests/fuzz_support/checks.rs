@@ -13,8 +13,8 @@
 
 use bijou_codec::{ReadError, Wire};
 use bijou_framing::message::{
-    BlobMessage, Challenge, Fragment, HandshakeMessage, LooseCommit, Message, MessageError,
-    Response, Scoped, SyncMessage, SyncResult,
+    BlobMessage, Challenge, EphemeralMessage, Fragment, HandshakeMessage, LooseCommit, Message,
+    MessageError, Response, Scoped, SyncMessage, SyncResult,
 };
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::{FrameCodec, FrameError, MessageCodec};
@@ -84,7 +84,7 @@ pub fn message_error_offset(e: &MessageError) -> Option<usize> {
 
 /// `SUM\0 · TotalSize · Tag` (9) or `SUH\0 · Kind` (5).
 fn envelope_len(bytes: &[u8]) -> usize {
-    if bytes.starts_with(b"SUH\0") {
+    if bytes.starts_with(b"SUH\0") || bytes.starts_with(b"SUE\0") {
         5
     } else {
         9
@@ -133,6 +133,12 @@ pub fn check_message(bytes: &[u8], verify: bool) -> (Result<Message, MessageErro
                         verify_handshake(h);
                     }
                 }
+                Message::Ephemeral(e) => {
+                    assert_eq!(EphemeralMessage::decode(input).as_ref(), Ok(e));
+                    if verify {
+                        verify_ephemeral(e);
+                    }
+                }
             }
         }
         Err(e) => {
@@ -141,6 +147,8 @@ pub fn check_message(bytes: &[u8], verify: bool) -> (Result<Message, MessageErro
                 assert_eq!(SyncMessage::decode(input).err().as_ref(), Some(e));
             } else if bytes.starts_with(b"SUH\0") {
                 assert_eq!(HandshakeMessage::decode(input).err().as_ref(), Some(e));
+            } else if bytes.starts_with(b"SUE\0") {
+                assert_eq!(EphemeralMessage::decode(input).err().as_ref(), Some(e));
             }
             let _ = e.to_string();
         }
@@ -211,6 +219,37 @@ fn verify_handshake(h: &HandshakeMessage) {
         }
         HandshakeMessage::Rejection(_) => {}
     }
+}
+
+/// An ephemeral message: what verifies re-encodes field for field, and its
+/// unverified header agrees with the verified payload.
+fn verify_ephemeral(e: &EphemeralMessage) {
+    if let EphemeralMessage::Ephemeral(signed) = e {
+        if let Ok(v) = signed.verify_strict() {
+            assert_fields_canonical(signed.signed(), v.payload());
+            let header = signed.header();
+            let payload = v.payload();
+            assert_eq!(
+                (
+                    header.topic,
+                    header.nonce,
+                    header.timestamp,
+                    header.payload_len
+                ),
+                (
+                    payload.topic(),
+                    payload.nonce(),
+                    payload.timestamp(),
+                    payload.payload().len() as u64
+                )
+            );
+        }
+    }
+}
+
+/// The `sue` target: a `SUE\0` ephemeral message.
+pub fn check_sue(bytes: &[u8], verify: bool) -> Depth {
+    check_message(bytes, verify).1
 }
 
 /// The `sum` target: a `SUM\0` sync message.
@@ -633,6 +672,13 @@ pub fn inspector_verdict(msg: &Message) -> bool {
         Message::Sync(s) => {
             verify_sync(s);
             s.verify().is_ok()
+        }
+        Message::Ephemeral(e) => {
+            verify_ephemeral(e);
+            match e {
+                EphemeralMessage::Ephemeral(s) => s.verify_strict().is_ok(),
+                _ => true,
+            }
         }
     }
 }

@@ -1,6 +1,12 @@
-//! [`NonceCache`]: the challenge nonces a responder has accepted, kept
-//! exactly as long as a replay could pass the drift check, in bounded
-//! memory, without ever locking honest peers out.
+//! [`NonceCache`]: the `(issuer, nonce)` pairs of accepted signed messages,
+//! kept exactly as long as a replay could pass the timestamp check, in
+//! bounded memory, without ever locking honest peers out.
+//!
+//! Two users, one rule: a handshake responder records challenge nonces
+//! (16 bytes) with its clock drift as the window, and a connection records
+//! the nonces of ephemeral messages (8 bytes) with their maximum age as the
+//! window (see [`ephemeral`](crate::ephemeral)). Below, "challenge" reads
+//! as either, and "drift" as the window.
 //!
 //! # Retention covers the acceptance window, boundaries included
 //!
@@ -67,7 +73,7 @@
 //! (about 56 MiB at the default capacity) for the duration of one rehash.
 //!
 //! ```
-//! use bijou_framing::handshake::{NonceCache, NonceCheck};
+//! use bijou_framing::nonce_cache::{NonceCache, NonceCheck};
 //! use bijou_signing::PeerId;
 //! use std::time::Duration;
 //!
@@ -214,27 +220,15 @@ impl NonceCache {
     pub fn check_and_insert(
         &mut self,
         issuer: PeerId,
-        nonce: [u8; 16],
+        nonce: impl AsRef<[u8]>,
         timestamp: u64,
         now: u64,
     ) -> NonceCheck {
         self.evict_expired(now);
-        if timestamp.abs_diff(now) > self.max_drift {
-            return NonceCheck::OutsideWindow;
-        }
-        if self.below_floor(timestamp) {
-            return NonceCheck::PossibleReplay;
-        }
-        let hash = self.hash(&issuer, &nonce);
-        if self
-            .buckets
-            .get(&timestamp)
-            .is_some_and(|bucket| bucket.contains(&hash))
-        {
-            return NonceCheck::Replayed;
-        }
-        if timestamp > now && self.len >= self.future_limit() {
-            return NonceCheck::FutureUnderLoad;
+        let hash = self.hash(&issuer, nonce.as_ref());
+        let verdict = self.check_hash(hash, timestamp, now);
+        if verdict != NonceCheck::Fresh {
+            return verdict;
         }
         while self.len >= self.capacity {
             self.forget_oldest();
@@ -245,6 +239,42 @@ impl NonceCache {
         }
         self.buckets.entry(timestamp).or_default().insert(hash);
         self.len += 1;
+        NonceCheck::Fresh
+    }
+
+    /// What [`NonceCache::check_and_insert`] would answer, without
+    /// remembering anything (or forgetting expired seconds): a read-only
+    /// probe, to refuse a replay before paying for its verification.
+    /// [`NonceCheck::Fresh`] here is not a promise: a flood between the
+    /// probe and the insert can still refuse it.
+    #[must_use]
+    pub fn probe(
+        &self,
+        issuer: PeerId,
+        nonce: impl AsRef<[u8]>,
+        timestamp: u64,
+        now: u64,
+    ) -> NonceCheck {
+        self.check_hash(self.hash(&issuer, nonce.as_ref()), timestamp, now)
+    }
+
+    fn check_hash(&self, hash: u64, timestamp: u64, now: u64) -> NonceCheck {
+        if timestamp.abs_diff(now) > self.max_drift {
+            return NonceCheck::OutsideWindow;
+        }
+        if self.below_floor(timestamp) {
+            return NonceCheck::PossibleReplay;
+        }
+        if self
+            .buckets
+            .get(&timestamp)
+            .is_some_and(|bucket| bucket.contains(&hash))
+        {
+            return NonceCheck::Replayed;
+        }
+        if timestamp > now && self.len >= self.future_limit() {
+            return NonceCheck::FutureUnderLoad;
+        }
         NonceCheck::Fresh
     }
 
@@ -266,7 +296,7 @@ impl NonceCache {
         }
     }
 
-    fn hash(&self, issuer: &PeerId, nonce: &[u8; 16]) -> u64 {
+    fn hash(&self, issuer: &PeerId, nonce: &[u8]) -> u64 {
         let mut hasher = SipHasher13::new_with_keys(self.key.0, self.key.1);
         hasher.write(issuer.as_bytes());
         hasher.write(nonce);
