@@ -23,16 +23,22 @@
 //!
 //! - **Deduplication window**: a [`NonceCache`] of at most
 //!   [`EphemeralConfig::dedup_capacity`] entries (default
-//!   [`DEFAULT_EPHEMERAL_DEDUP_CAPACITY`], 32,768), retained exactly as
-//!   long as the age check lets a replay through. Memory at most
-//!   `BASE_BYTES + 24 B x entries + 160 B x 61 seconds`: 0.8 MiB at the
-//!   default, nothing while idle. A flood of validly signed messages from
-//!   fresh keys cannot lock honest senders out: when full the oldest
-//!   second is forgotten and later stamps at or before it are refused as
-//!   possible replays, so messages stamped with the current time keep
-//!   getting in (see [`nonce_cache`](crate::nonce_cache)). The verify
-//!   budget caps the flood at 8,192 messages per second per connection by
-//!   default, so the window narrows to at most 4 s into the past.
+//!   [`DEFAULT_EPHEMERAL_DEDUP_CAPACITY`], 65,536), retained exactly as
+//!   long as the age check lets a replay through (`2 x 30 + 1` seconds of
+//!   timestamps). Memory at most `2 KiB + 24 B x entries + 160 B x 61`:
+//!   1.6 MiB when full, nothing while idle. Only verified messages are
+//!   recorded, so filling it costs the peer a valid signature per entry,
+//!   paced by the verify budget (8,192 per second by default): across all
+//!   connections the entries held are at most (verifications per second)
+//!   x 61, whatever the number of connections.
+//! - **No lockout**: a flood of validly signed messages from fresh keys
+//!   cannot stop honest ones. When full, the oldest second is forgotten and
+//!   later stamps at or before it are refused as possible replays, so a
+//!   message stamped with the current time keeps getting in, unless more
+//!   than an eighth of the capacity per second is stamped exactly "now"
+//!   (see [`nonce_cache`](crate::nonce_cache)). The default capacity is 8
+//!   times the default verify budget, so a peer cannot get there on one
+//!   connection.
 //! - **The peer's subscriptions**: at most
 //!   [`EphemeralConfig::max_remote_topics`] topics (default 1,024, 32 KiB
 //!   of topics); the rest of a Subscribe is reported as rejected, for a
@@ -79,7 +85,7 @@ pub const MAX_EPHEMERAL_PAYLOAD: usize = 64 * 1024;
 pub const MAX_EPHEMERAL_AGE: Duration = Duration::from_secs(30);
 
 /// Default size of a connection's deduplication window, in entries.
-pub const DEFAULT_EPHEMERAL_DEDUP_CAPACITY: usize = 1 << 15;
+pub const DEFAULT_EPHEMERAL_DEDUP_CAPACITY: usize = 1 << 16;
 
 /// Default cap on the topics a peer may subscribe to on one connection.
 pub const DEFAULT_MAX_REMOTE_TOPICS: usize = 1024;

@@ -29,7 +29,9 @@
 //!
 //! Each entry is a 64-bit SipHash of `(issuer, nonce)` under a key chosen at
 //! random when the cache is made (so nobody can aim for collisions), filed
-//! in a per-second bucket. At most [`NonceCache::capacity`] entries are
+//! in a per-second bucket. A pair is a duplicate whatever timestamp it
+//! comes with: a lookup checks every second held (at most
+//! `2 x max_drift + 1` hash lookups). At most [`NonceCache::capacity`] entries are
 //! held. Anyone can mint keys and sign valid challenges, so a flood can
 //! fill any capacity; refusing everything once full (what this cache did
 //! before) locks honest peers out for up to `2 * max_drift`. Instead:
@@ -109,7 +111,8 @@ pub const DEFAULT_NONCE_CAPACITY: usize = 1 << 21;
 pub enum NonceCheck {
     /// Not seen while it could be replayed; now remembered.
     Fresh,
-    /// Seen before, and still inside the drift window: a replay.
+    /// This `(issuer, nonce)` is held (under any timestamp): a replay, or
+    /// the issuer reusing a nonce.
     Replayed,
     /// Stamped at or before a second the cache had to forget under load:
     /// it may be a replay of a forgotten nonce, so it is refused.
@@ -265,10 +268,14 @@ impl NonceCache {
         if self.below_floor(timestamp) {
             return NonceCheck::PossibleReplay;
         }
+        // The pair is a duplicate under whatever timestamp it was filed:
+        // the bucket of its own stamp first (an exact replay), then the
+        // rest (at most `2 x max_drift + 1` seconds).
         if self
             .buckets
             .get(&timestamp)
             .is_some_and(|bucket| bucket.contains(&hash))
+            || self.buckets.values().any(|bucket| bucket.contains(&hash))
         {
             return NonceCheck::Replayed;
         }
