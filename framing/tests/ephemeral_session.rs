@@ -104,6 +104,9 @@ fn with_bad_signature(bytes: &Bytes) -> Bytes {
     bad.into()
 }
 
+/// What a case expects of the result.
+type Expect = Box<dyn Fn(&Result<Delivered, Rejected>) -> bool>;
+
 /// Sends raw bytes from `a` and returns what `b` made of them.
 async fn send_raw(a: &mut Conn, b: &mut Conn, bytes: Bytes) -> Result<Delivered, Rejected> {
     a.send_bytes(bytes.clone()).await.expect("send");
@@ -127,11 +130,7 @@ async fn every_bad_input_is_a_typed_error_and_the_connection_stays_up() {
     assert!(a.ephemeral().remote_is_subscribed(&topic));
 
     let max = 64 * 1024;
-    let cases: Vec<(
-        &str,
-        Bytes,
-        Box<dyn Fn(&Result<Delivered, Rejected>) -> bool>,
-    )> = vec![
+    let cases: Vec<(&str, Bytes, Expect)> = vec![
         (
             "oversize payload",
             sealed(1, topic, 1, NOW, vec![0; max + 1]),
