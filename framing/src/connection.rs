@@ -698,15 +698,7 @@ impl<T: Transport> Connection<T> {
     /// Replaces the ephemeral limits and clock; subscriptions are kept,
     /// the deduplication window starts empty. Call it before receiving.
     pub fn set_ephemeral_config(&mut self, config: EphemeralConfig) {
-        let old = std::mem::replace(&mut self.receiving.ephemeral, EphemeralSession::new(config));
-        let local: Vec<Topic> = old.subscriptions().copied().collect();
-        let remote: Vec<Topic> = old.remote_subscriptions().copied().collect();
-        if let Some(topics) = Topics::new(local) {
-            self.receiving.ephemeral.subscribe(&topics);
-        }
-        if let Some(topics) = Topics::new(remote) {
-            self.receiving.ephemeral.remote_subscribe(&topics);
-        }
+        self.receiving.ephemeral.set_config(config);
     }
 
     /// Subscribes to `topics`: from now on, ephemeral messages for them

@@ -257,6 +257,15 @@ impl EphemeralSession {
         }
     }
 
+    /// Replaces the limits and the clock. Subscriptions both ways are kept
+    /// (the peer's even beyond a lower topic cap, which applies to later
+    /// Subscribes); the deduplication window starts empty, sized for the
+    /// new configuration.
+    pub fn set_config(&mut self, config: EphemeralConfig) {
+        self.seen = NonceCache::new(config.max_age, config.dedup_capacity);
+        self.config = config;
+    }
+
     /// The limits in force.
     #[must_use]
     pub fn config(&self) -> &EphemeralConfig {
