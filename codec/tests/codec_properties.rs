@@ -127,6 +127,64 @@ proptest! {
         prop_assert_eq!(decoded, Ok(values));
     }
 
+    /// Streams made of runs (the shapes the adaptive decoders and encoders
+    /// specialise for), then mutated: every decoder of the iterator agrees
+    /// with the single-value decoder, and `encode_slice` with
+    /// `encode_to_vec`, whatever the room.
+    #[test]
+    fn runs_decode_and_encode_alike_on_every_path(
+        segments in prop::collection::vec((0usize..=8, 1usize..80), 1..6),
+        seed in any::<u64>(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        extra_room in 0usize..12,
+    ) {
+        let mut values = Vec::new();
+        let mut state = seed;
+        for &(tier, len) in &segments {
+            let high = OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1);
+            for _ in 0..len {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                values.push(OFFSETS[tier] + state % (high - OFFSETS[tier]).saturating_add(1).max(1));
+            }
+        }
+        let mut vec = Vec::new();
+        for &v in &values {
+            bijou64::encode_to_vec(v, &mut vec);
+        }
+        let mut out = vec![0xEE; vec.len() + extra_room];
+        prop_assert_eq!(bijou64::encode_slice(&values, &mut out), Ok(vec.len()));
+        prop_assert_eq!(&out[..vec.len()], &vec[..]);
+
+        let mut bytes = vec;
+        for (index, byte) in flips {
+            let i = index.index(bytes.len());
+            bytes[i] = byte;
+        }
+        let mut reference = Vec::new();
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            match bijou64::decode(rest) {
+                Ok((v, n)) => {
+                    reference.push(Ok(v));
+                    rest = &rest[n..];
+                }
+                Err(e) => {
+                    reference.push(Err(e));
+                    break;
+                }
+            }
+        }
+        // `next` one call at a time (adapters such as `collect` would fold).
+        let mut by_next = Vec::new();
+        for item in bijou64::decode_iter(&bytes) {
+            by_next.push(item);
+        }
+        let mut by_fold = Vec::new();
+        bijou64::decode_iter(&bytes).for_each(|item| by_fold.push(item));
+        prop_assert_eq!(&by_fold, &reference);
+        prop_assert_eq!(&by_next, &reference);
+    }
+
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
         let _ = bijou64::decode(&bytes);

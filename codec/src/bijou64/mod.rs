@@ -190,20 +190,32 @@ pub const fn len_from_first_byte(first: u8) -> usize {
 #[inline]
 #[must_use]
 pub const fn encode_array(value: u64) -> ([u8; MAX_LEN], usize) {
+    let mut bytes = [0u8; MAX_LEN];
+    let len = put_window(value, &mut bytes);
+    (bytes, len)
+}
+
+/// Writes the encoding of `value` to the front of `window` and returns its
+/// length; the bytes of the window past that length are unspecified. No
+/// branches: the tag is a select, and the payload is shifted left so that
+/// its big-endian bytes start right after the tag (tier 0 carries none, and
+/// its shift amount is then irrelevant). The tag and the payload are two
+/// stores, a byte and a word.
+#[inline(always)]
+const fn put_window(value: u64, window: &mut [u8; MAX_LEN]) -> usize {
     let tier = tier(value);
     let tag = if tier == 0 {
         value as u8
     } else {
         FIRST_MULTI_BYTE_TAG - 1 + tier as u8
     };
-    // Left-align the payload so its big-endian bytes start right after the
-    // tag; tier 0 carries no payload (the shift amount is then irrelevant).
-    let payload = value.wrapping_sub(OFFSETS[tier]);
-    let p = payload.wrapping_shl(8 * (8 - tier as u32)).to_be_bytes();
-    (
-        [tag, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]],
-        tier + 1,
-    )
+    let payload = value
+        .wrapping_sub(OFFSETS_BY_NIBBLE[tier & 15])
+        .wrapping_shl(8 * (8 - tier as u32));
+    let (head, tail) = window.split_at_mut(1);
+    head[0] = tag;
+    tail.copy_from_slice(&payload.to_be_bytes());
+    tier + 1
 }
 
 /// Writes the encoding of `value` to the front of `out` and returns its
@@ -256,27 +268,8 @@ pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
     varint::encode::<Bijou64, B>(value, buf);
 }
 
-/// Encodes every value of `values` back to back into `out`, returning the
-/// number of bytes written. Meant for pre-sized buffers (size them with
-/// `values.len() * MAX_LEN`, or exactly with [`encoded_len`]); while at least
-/// [`MAX_LEN`] bytes remain it writes whole 9-byte windows that the next
-/// value overwrites, which avoids a variable-length copy per value.
-///
-/// On success, bytes of `out` past the returned length are unspecified.
-///
-/// # Errors
-///
-/// [`BufferTooSmall`] with the total length needed; `out` may then hold a
-/// partial encoding.
-///
-/// ```
-/// let mut out = [0u8; 32];
-/// let n = bijou_codec::bijou64::encode_slice(&[1, 300, 1000], &mut out).unwrap();
-/// assert_eq!(&out[..n], &[0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0]);
-/// ```
-pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {
-    varint::encode_slice::<Bijou64>(values, out)
-}
+mod encode_slice;
+pub use encode_slice::encode_slice;
 
 /// Completes a decode once the tag and the (up to) eight bytes after it are
 /// known. `window` holds those bytes left-aligned, big-endian; bytes past the
@@ -381,220 +374,8 @@ pub enum ExactError {
     },
 }
 
-/// Decodes concatenated values from `buf`, front to back.
-///
-/// ```
-/// let bytes = [0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0];
-/// let values: Result<Vec<u64>, _> = bijou_codec::bijou64::decode_iter(&bytes).collect();
-/// assert_eq!(values, Ok(vec![1, 300, 1000]));
-/// ```
-pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
-    DecodeIter::new(buf)
-}
-
-/// Streaming iterator over concatenated bijou64 values; see [`decode_iter`].
-///
-/// Yields `Ok(value)` per value; on the first error yields `Err` once and
-/// then ends (it is fused). [`DecodeIter::remainder`] gives the bytes not
-/// yet consumed.
-///
-/// # Speed
-///
-/// Internal iteration (`fold`, `for_each`, and what builds on them) is the
-/// fast path: it keeps the cursor in registers. The iterator also adapts to
-/// its input, a block of [`DecodeIter::BLOCK`] values at a time:
-///
-/// - where lengths follow a pattern (runs of one tier, or a repeating
-///   cycle) it decodes through a `match` whose arms advance by constants,
-///   so the CPU predicts the arm and starts on the next value before this
-///   one's tag is even loaded;
-/// - where the tier changes on most values, such branches would mispredict
-///   on most values, so it uses the branch-free decoder, whose cost does not
-///   depend on the tier.
-///
-/// Before each block it looks at the tags of the next
-/// [`DecodeIter::SAMPLE`] values and picks the branch-free decoder if the
-/// tier changed between most of them.
-#[derive(Debug, Clone)]
-#[must_use = "iterators are lazy"]
-pub struct DecodeIter<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    /// Values left in the current block.
-    countdown: u32,
-    branch_free: bool,
-}
-
-/// What one decoding step found at the cursor.
-enum Step {
-    /// A value and its encoded length.
-    Value(u64, usize),
-    /// Fewer than [`MAX_LEN`] bytes left: finish with [`decode`].
-    NearEnd,
-    /// A tier-8 overflow.
-    Overflow,
-}
-
-/// Whether the tier changes between most of the next [`DecodeIter::SAMPLE`]
-/// values at `pos` (following their tags only; the payloads are not read).
-#[cold]
-fn tiers_look_random(buf: &[u8], mut pos: usize) -> bool {
-    let mut changes = 0u32;
-    let mut previous = None;
-    for _ in 0..DecodeIter::SAMPLE {
-        let Some(&tag) = buf.get(pos) else { break };
-        let len = len_from_first_byte(tag);
-        changes += u32::from(previous.is_some_and(|p| p != len));
-        previous = Some(len);
-        pos += len;
-    }
-    changes * 2 > DecodeIter::SAMPLE
-}
-
-/// Decodes the value at `pos` when at least [`MAX_LEN`] bytes remain.
-#[inline(always)]
-fn step(buf: &[u8], pos: usize, branch_free: bool) -> Step {
-    let Some(&[tag, a, b, c, d, e, f, g, h]) =
-        pos.checked_add(MAX_LEN).and_then(|end| buf.get(pos..end))
-    else {
-        return Step::NearEnd;
-    };
-    if tag < FIRST_MULTI_BYTE_TAG {
-        return Step::Value(u64::from(tag), 1);
-    }
-    let window = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
-    if branch_free {
-        return match finish_decode(tag, window) {
-            Ok((value, len)) => Step::Value(value, len),
-            Err(_) => Step::Overflow,
-        };
-    }
-    // Constant-stride arms: see "Speed" on `DecodeIter`.
-    let (value, len) = match tag {
-        0xF8 => (OFFSETS[1] + (window >> 56), 2),
-        0xF9 => (OFFSETS[2] + (window >> 48), 3),
-        0xFA => (OFFSETS[3] + (window >> 40), 4),
-        0xFB => (OFFSETS[4] + (window >> 32), 5),
-        0xFC => (OFFSETS[5] + (window >> 24), 6),
-        0xFD => (OFFSETS[6] + (window >> 16), 7),
-        0xFE => (OFFSETS[7] + (window >> 8), 8),
-        _ => match OFFSETS[8].checked_add(window) {
-            Some(value) => (value, 9),
-            None => return Step::Overflow,
-        },
-    };
-    Step::Value(value, len)
-}
-
-impl<'a> DecodeIter<'a> {
-    /// Values decoded between two choices of decoder.
-    pub const BLOCK: u32 = 256;
-    /// Values whose tags are sampled to make the choice.
-    pub const SAMPLE: u32 = 8;
-
-    fn new(buf: &'a [u8]) -> Self {
-        Self {
-            buf,
-            pos: 0,
-            countdown: 0,
-            branch_free: false,
-        }
-    }
-
-    /// The bytes not yet decoded (empty after an error).
-    #[must_use]
-    pub fn remainder(&self) -> &'a [u8] {
-        self.buf.get(self.pos..).unwrap_or_default()
-    }
-
-    /// Ends the iteration after an error.
-    fn fuse(&mut self, err: DecodeError) -> Result<u64, DecodeError> {
-        self.pos = self.buf.len();
-        Err(err)
-    }
-
-    /// The last few bytes of the stream, with the careful decoder.
-    #[cold]
-    fn next_near_end(&mut self) -> Option<Result<u64, DecodeError>> {
-        let rest = self.remainder();
-        if rest.is_empty() {
-            return None;
-        }
-        Some(match decode(rest) {
-            Ok((value, used)) => {
-                self.pos += used;
-                Ok(value)
-            }
-            Err(err) => self.fuse(err),
-        })
-    }
-}
-
-impl Iterator for DecodeIter<'_> {
-    type Item = Result<u64, DecodeError>;
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.countdown == 0 {
-            self.branch_free = tiers_look_random(self.buf, self.pos);
-            self.countdown = Self::BLOCK;
-        }
-        self.countdown -= 1;
-        match step(self.buf, self.pos, self.branch_free) {
-            Step::Value(value, used) => {
-                self.pos += used;
-                Some(Ok(value))
-            }
-            Step::NearEnd => self.next_near_end(),
-            Step::Overflow => Some(self.fuse(DecodeError::Overflow)),
-        }
-    }
-
-    #[inline]
-    fn fold<B, F>(mut self, init: B, mut f: F) -> B
-    where
-        F: FnMut(B, Self::Item) -> B,
-    {
-        // The same steps as `next`, with the cursor in a local.
-        let buf = self.buf;
-        let mut pos = self.pos;
-        let mut acc = init;
-        // One loop per decoder, so neither tests the choice per value.
-        macro_rules! block {
-            ($branch_free:expr, $done:lifetime) => {
-                for _ in 0..Self::BLOCK {
-                    match step(buf, pos, $branch_free) {
-                        Step::Value(value, used) => {
-                            pos += used;
-                            acc = f(acc, Ok(value));
-                        }
-                        Step::NearEnd => break $done,
-                        Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
-                    }
-                }
-            };
-        }
-        'blocks: loop {
-            if tiers_look_random(buf, pos) {
-                block!(true, 'blocks);
-            } else {
-                block!(false, 'blocks);
-            }
-        }
-        self.pos = pos;
-        while let Some(item) = self.next_near_end() {
-            acc = f(acc, item);
-        }
-        acc
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let rest = self.buf.len() - self.pos.min(self.buf.len());
-        (usize::from(rest > 0), Some(rest))
-    }
-}
-
-impl core::iter::FusedIterator for DecodeIter<'_> {}
+mod decode_iter;
+pub use decode_iter::{decode_iter, DecodeIter};
 
 /// This format, for the encoders shared with the other varint.
 struct Bijou64;
@@ -656,84 +437,6 @@ mod tests {
             assert_eq!(decode(&bytes[..len]), Ok((value, len)));
             assert_eq!(decode(&padded), Ok((value, len)));
         }
-    }
-
-    /// Streams that select each decoder: tier runs (branchy) and a tier
-    /// that changes on every value (branch-free), each with a tier-8
-    /// overflow in the middle and a short tail.
-    #[test]
-    fn next_and_fold_agree_with_decode_for_both_decoders() {
-        let runs: alloc::vec::Vec<u64> = (0..2000u64)
-            .map(|i| OFFSETS[(i / 300) as usize % 9] + i)
-            .collect();
-        let changing: alloc::vec::Vec<u64> = (0..2000u64)
-            .map(|i| OFFSETS[(i * 5) as usize % 9] + i)
-            .collect();
-        assert!(!tiers_look_random(&encode_all(&runs), 0));
-        assert!(tiers_look_random(&encode_all(&changing), 0));
-        for values in [runs, changing] {
-            let mut bytes = encode_all(&values);
-            let expected = reference_decode(&bytes);
-            assert_eq!(expected.len(), values.len());
-            assert_eq!(collect_next(&bytes), expected);
-            assert_eq!(collect_fold(&bytes), expected);
-
-            // Poison the stream at a value boundary halfway through.
-            let cut = encode_all(&values[..values.len() / 2]).len();
-            let mut poisoned = bytes[..cut].to_vec();
-            let before = reference_decode(&poisoned);
-            assert_eq!(before.len(), values.len() / 2);
-            poisoned.extend_from_slice(&[0xFF; 9]);
-            poisoned.extend_from_slice(&bytes[cut..]);
-            let mut expected = before;
-            expected.push(Err(DecodeError::Overflow));
-            assert_eq!(collect_next(&poisoned), expected);
-            assert_eq!(collect_fold(&poisoned), expected);
-            bytes.truncate(bytes.len() - 1);
-            assert_eq!(collect_fold(&bytes), collect_next(&bytes));
-        }
-    }
-
-    fn encode_all(values: &[u64]) -> alloc::vec::Vec<u8> {
-        let mut out = alloc::vec::Vec::new();
-        for &v in values {
-            encode_to_vec(v, &mut out);
-        }
-        out
-    }
-
-    fn reference_decode(mut bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
-        let mut out = alloc::vec::Vec::new();
-        while !bytes.is_empty() {
-            match decode(bytes) {
-                Ok((v, n)) => {
-                    out.push(Ok(v));
-                    bytes = &bytes[n..];
-                }
-                Err(e) => {
-                    out.push(Err(e));
-                    break;
-                }
-            }
-        }
-        out
-    }
-
-    fn collect_next(bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
-        let mut out = alloc::vec::Vec::new();
-        let mut iter = decode_iter(bytes);
-        for item in iter.by_ref() {
-            out.push(item);
-        }
-        assert_eq!(iter.next(), None, "fused");
-        out
-    }
-
-    fn collect_fold(bytes: &[u8]) -> alloc::vec::Vec<Result<u64, DecodeError>> {
-        decode_iter(bytes).fold(alloc::vec::Vec::new(), |mut out, item| {
-            out.push(item);
-            out
-        })
     }
 
     #[test]
