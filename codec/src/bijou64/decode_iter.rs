@@ -383,6 +383,24 @@ impl Iterator for DecodeIter<'_> {
                 }
             };
         }
+        // The branching block in line, two values per iteration: the loop's
+        // own overhead is a good part of a branching step.
+        macro_rules! branching_block {
+            ($done:lifetime) => {
+                for _ in 0..Self::BLOCK / 2 {
+                    for _ in 0..2 {
+                        match step(buf, pos, false) {
+                            Step::Value(value, used) => {
+                                pos += used;
+                                acc = f(acc, Ok(value));
+                            }
+                            Step::NearEnd => break $done,
+                            Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
+                        }
+                    }
+                }
+            };
+        }
         macro_rules! run {
             ($len:literal) => {
                 match run::<$len, B, F>(buf, &mut pos, acc, &mut f) {
@@ -412,7 +430,7 @@ impl Iterator for DecodeIter<'_> {
                     Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
                 },
                 Shape::Changing => block!(true, 'blocks),
-                Shape::Patterned => block!(false, 'blocks),
+                Shape::Patterned => branching_block!('blocks),
             }
             if pos == start {
                 // A run that could not start (the end is near): the

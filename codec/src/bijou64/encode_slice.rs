@@ -119,7 +119,7 @@ fn shape(values: &[u64]) -> Shape {
 /// Stores values below 248 as the bytes they are, [`ONE_BYTE_GROUP`] at a
 /// time (a check and a store the compiler vectorises), then one at a time
 /// up to the first larger value.
-#[inline]
+#[inline(never)]
 fn one_byte_values(values: &[u64], out: &mut [u8], cursor: &mut Cursor) {
     let one_byte_below = OFFSETS[1];
     while let Some(group) = values
@@ -178,7 +178,7 @@ fn in_run<const LEN: usize>(value: u64) -> bool {
 /// with a constant tag, shift and stride. Stops at the first value of
 /// another tier, or when the room left is short of a whole group (the last
 /// few values of the run go one at a time while a window fits).
-#[inline(always)]
+#[inline(never)]
 fn run<const LEN: usize>(values: &[u64], out: &mut [u8], cursor: &mut Cursor) {
     let group_bytes = (RUN_GROUP - 1) * LEN + MAX_LEN;
     while let Some(group) = values
@@ -226,23 +226,26 @@ fn run<const LEN: usize>(values: &[u64], out: &mut [u8], cursor: &mut Cursor) {
 
 /// The branch-free encoder: up to `count` values of any tiers, each as a
 /// whole window, while a window fits.
-#[inline]
+#[inline(never)]
 fn mixed_values(values: &[u64], out: &mut [u8], cursor: &mut Cursor, count: usize) {
-    for &value in values
-        .get(cursor.value..)
-        .unwrap_or_default()
-        .iter()
-        .take(count)
-    {
+    let Cursor {
+        value: mut next,
+        byte: mut pos,
+    } = *cursor;
+    for &value in values.get(next..).unwrap_or_default().iter().take(count) {
         let Some(window) = out
-            .get_mut(cursor.byte..)
+            .get_mut(pos..)
             .and_then(|rest| rest.first_chunk_mut::<MAX_LEN>())
         else {
             break;
         };
-        cursor.byte += put_window(value, window);
-        cursor.value += 1;
+        pos += put_window(value, window);
+        next += 1;
     }
+    *cursor = Cursor {
+        value: next,
+        byte: pos,
+    };
 }
 
 /// Writes the value at the cursor with exactly its own length, or reports

@@ -146,7 +146,9 @@ const fn tier_tables() -> ([u8; 65], [u64; 65]) {
 
 #[inline(always)]
 const fn tier(value: u64) -> usize {
-    let lz = value.leading_zeros() as usize;
+    // 0 and 1 share a row of the tables; `| 1` spares the zero case of
+    // `leading_zeros` (a bit scan needs a guard for it without LZCNT).
+    let lz = (value | 1).leading_zeros() as usize;
     TIER_FLOOR[lz] as usize + (value > TIER_FLOOR_LAST[lz]) as usize
 }
 
@@ -204,10 +206,13 @@ pub const fn encode_array(value: u64) -> ([u8; MAX_LEN], usize) {
 #[inline(always)]
 const fn put_window(value: u64, window: &mut [u8; MAX_LEN]) -> usize {
     let tier = tier(value);
-    let tag = if tier == 0 {
+    // Tier 0: the value itself (below 0xF8). Tier t >= 1: 0xF7 + t, which
+    // is below every value of the tier (the smallest is 248 = 0xF8).
+    let tag_of_tier = (FIRST_MULTI_BYTE_TAG - 1) as u64 + tier as u64;
+    let tag = if value < tag_of_tier {
         value as u8
     } else {
-        FIRST_MULTI_BYTE_TAG - 1 + tier as u8
+        tag_of_tier as u8
     };
     let payload = value
         .wrapping_sub(OFFSETS_BY_NIBBLE[tier & 15])
