@@ -164,7 +164,8 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
 
     // bijou64 is bijective: its canonical decode is its decode. Internal
     // iteration (`fold`) is the iterator's fast path; `bijou64-next` shows
-    // the same iterator driven by a `for` loop.
+    // the same iterator driven by a `for` loop, and `bijou64-decode` the
+    // single-value `decode` in a loop.
     group.bench_function("bijou64", |b| {
         b.iter(|| {
             bijou64::decode_iter(black_box(&bijou))
@@ -176,6 +177,22 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
             let mut sum = 0u64;
             for v in bijou64::decode_iter(black_box(&bijou)) {
                 sum = sum.wrapping_add(v.unwrap_or(0));
+            }
+            sum
+        })
+    });
+    // The single-value decoder the message path uses, in a loop: its cost
+    // should not depend on how predictable the tiers are.
+    group.bench_function("bijou64-decode", |b| {
+        b.iter(|| {
+            let buf = black_box(&bijou[..]);
+            let (mut pos, mut sum) = (0usize, 0u64);
+            while let Some(rest) = buf.get(pos..).filter(|rest| !rest.is_empty()) {
+                let Ok((v, n)) = bijou64::decode(rest) else {
+                    break;
+                };
+                sum = sum.wrapping_add(v);
+                pos += n;
             }
             sum
         })

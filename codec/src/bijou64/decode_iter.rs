@@ -187,8 +187,9 @@ fn all_one_byte(block: &[u8; BULK]) -> bool {
 }
 
 /// The bulk decoder: hands out one-byte values until the next multi-byte
-/// tag or the end of `buf`.
-#[inline(always)]
+/// tag or the end of `buf`. Out of line: inlined into `fold` its loop
+/// measured about a third slower (0.13 against 0.09-0.10 ns a value).
+#[inline(never)]
 fn one_byte_values<B, F>(buf: &[u8], cursor: &mut usize, mut acc: B, f: &mut F) -> B
 where
     F: FnMut(B, Result<u64, DecodeError>) -> B,
