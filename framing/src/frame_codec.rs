@@ -37,22 +37,55 @@
 //!   whole payload is buffered and hands it out zero-copy
 //!   (`split_to(len).freeze()`).
 //!
+//! When a whole frame is already buffered behind its prefix (the common case
+//! for small frames), the decoder goes from head to head in one call: prefix
+//! and payload leave the buffer in a single `split_to`, and the prefix is
+//! dropped from the frozen handle (`Bytes::advance`, no copy). The payload is
+//! still a zero-copy view of the buffer; an empty payload is `Bytes::new()`
+//! and does not pin the buffer.
+//!
 //! Partial input returns `Ok(None)`. Errors are terminal (see
 //! [`FrameError`]).
 //!
 //! # Memory
 //!
 //! A peer can announce a frame of up to the maximum length and then send
-//! nothing. The decoder never reserves the announced length up front: while a
-//! payload is incomplete it asks the buffer for at most
-//! `min(missing, `[`RESERVE_STEP`]`)` (64 KiB) bytes of spare capacity, so
-//! memory grows with the bytes actually received. **Bound:** a connection
-//! that has received `r` bytes of an unfinished frame holds a buffer of at
-//! most `r + 64 KiB` of capacity as requested by the decoder, which
-//! `BytesMut`'s geometric growth may round up to at most twice that; a peer
-//! that sends only a prefix costs 64 KiB plus the prefix, whatever length it
-//! announces. (The bounded-memory test measures 64 KiB + 5 bytes per
-//! decoder.)
+//! nothing, or send it slowly. The decoder never reserves the announced
+//! length up front. While a payload of `len` bytes is incomplete, with `r`
+//! of them buffered and `m = len - r` missing, each call to `decode`:
+//!
+//! 1. uses room the buffer *already owns* for the whole payload, if there is
+//!    any: `BytesMut::try_reclaim(m)`, which never allocates (it may move
+//!    the `r` bytes to the front of an allocation that no frame still
+//!    shares, a copy of `r` bytes at most once per frame). This is how a
+//!    stream of large frames reuses one allocation, as tokio-util's
+//!    `LengthDelimitedCodec` does by reserving the announced length;
+//! 2. otherwise, does nothing while at least `min(m, `[`RESERVE_STEP`]`)`
+//!    bytes of spare capacity are left;
+//! 3. otherwise grows the buffer *geometrically toward the announced
+//!    length*, to a capacity of `min(len, 2r + 64 KiB)`: by reclaiming owned
+//!    room if that suffices, else by reallocating to exactly that capacity
+//!    (through a `Vec` and `reserve_exact`: `BytesMut::reserve` may double
+//!    the old allocation instead, past the bound). The allocator may grow
+//!    the allocation in place or remap its pages rather than copy. If frames
+//!    still share the old allocation, the `r` bytes are copied out first and
+//!    the old allocation stays with those frames.
+//!
+//! **Bound:** every allocation the decoder makes for an unfinished frame has
+//! a capacity of at most `min(len, 2r + 64 KiB)`, where `r` is the number of
+//! that frame's bytes actually received; beyond that the buffer only keeps
+//! room it already owned from earlier frames, which the release rule below
+//! gives back. On a new connection, a peer that sends only a prefix costs
+//! exactly 64 KiB whatever length it announces (the bounded-memory test
+//! measures one 64 KiB buffer per decoder, the prefix's own buffer freed). Between two growths `r`
+//! more than doubles (a growth at `r` leaves `r + 64 KiB` spare), so an
+//! `n`-byte frame received this way costs at most `log2(n) + 1`
+//! reallocations, which copy `O(n)` bytes in total. After each call at least
+//! `min(m, 64 KiB)` bytes of spare capacity are left, so a reader that
+//! fills the spare capacity (tokio-util's `FramedRead`,
+//! [`FramedTransport`](crate::transport::FramedTransport)) never has to grow
+//! the buffer itself while a frame is pending; a caller that appends more
+//! than that (`extend_from_slice`) lets `BytesMut` grow it by its own rules.
 //!
 //! After a large frame the buffer must not keep a large allocation alive. The
 //! decoder remembers the largest buffer capacity it has seen; once that is at
@@ -60,7 +93,8 @@
 //! (8 KiB) of unread bytes remain, it moves them to a fresh 8 KiB buffer and
 //! drops its handle on the large allocation, which is then freed as soon as
 //! the frames cut from it are dropped. The copy costs at most 8 KiB per
-//! megabyte-sized allocation.
+//! megabyte-sized allocation. This check runs before step 1 above, so a
+//! stalled frame with at most 8 KiB received never keeps a large allocation.
 //!
 //! # Encoding
 //!
@@ -77,8 +111,12 @@ use crate::{Builder, FrameError};
 /// Default maximum payload length: 50 MiB, Subduction's transport limit.
 pub const DEFAULT_MAX_FRAME_LENGTH: usize = 50 * 1024 * 1024;
 
-/// The most spare capacity the decoder requests at once while a payload is
-/// incomplete (64 KiB). See the [module docs](self#memory) for the bound.
+/// The spare capacity (64 KiB) the decoder keeps ahead of an incomplete
+/// payload, and the constant term of its memory bound: with `r` bytes of a
+/// `len`-byte payload received, a buffer the decoder grows has a capacity of
+/// `min(len, 2r + RESERVE_STEP)`, and it grows only once fewer than
+/// `min(len - r, RESERVE_STEP)` bytes are spare. A peer that sends only a
+/// prefix costs one `RESERVE_STEP`. See the [module docs](self#memory).
 pub const RESERVE_STEP: usize = 64 * 1024;
 
 /// Buffer capacity (1 MiB) from which the decoder releases the buffer's
@@ -278,6 +316,59 @@ impl<P: LengthPrefix> FrameCodec<P> {
         self.peak_capacity = src.capacity();
     }
 
+    /// The fast path of [`Decoder::decode`]: in the head state, a complete
+    /// and admissible prefix followed by its whole, non-empty payload.
+    /// Returns the prefix and payload lengths; the state is then ready for
+    /// the next head. `None` for everything else, which
+    /// [`FrameCodec::decode_slow`] handles.
+    #[inline(always)]
+    fn whole_frame_at_head(&mut self, src: &BytesMut) -> Option<(usize, usize)> {
+        let DecodeState::Head { want } = self.state else {
+            return None;
+        };
+        if src.len() < want {
+            return None;
+        }
+        let (len, prefix_len) = P::decode(src).ok()?;
+        if len == 0 || len > to_u64(self.max_frame_length) {
+            return None;
+        }
+        let len = usize::try_from(len).ok()?;
+        if src.len().saturating_sub(prefix_len) < len {
+            return None;
+        }
+        if want != 1 {
+            self.state = DecodeState::Head { want: 1 };
+        }
+        Some((prefix_len, len))
+    }
+
+    /// Everything the fast path does not handle: partial prefixes and
+    /// payloads, empty frames, errors, and the data state. Consumes the
+    /// prefix; `Ok(Some((0, len)))` when a whole `len`-byte payload is at the
+    /// front of `src`, with the state ready for the next head.
+    #[inline(never)]
+    fn decode_slow(&mut self, src: &mut BytesMut) -> Result<Option<(usize, usize)>, FrameError> {
+        let (len, prefix_len) = match self.state {
+            DecodeState::Head { want } => match self.decode_head(src, want)? {
+                Some(head) => head,
+                None => {
+                    self.maybe_release(src);
+                    return Ok(None);
+                }
+            },
+            DecodeState::Data { len, prefix_len } => (len, prefix_len),
+        };
+        if src.len() >= len {
+            self.state = DecodeState::Head { want: 1 };
+            return Ok(Some((0, len)));
+        }
+        self.state = DecodeState::Data { len, prefix_len };
+        self.maybe_release(src);
+        reserve_payload(src, len);
+        Ok(None)
+    }
+
     /// The `Truncated` error for a stream that ended with `src` unread.
     fn truncated(&self, src: &BytesMut) -> FrameError {
         match self.state {
@@ -318,36 +409,33 @@ impl<P: LengthPrefix> Decoder for FrameCodec<P> {
     /// maximum is complete (before any payload arrives),
     /// [`FrameError::Overflow`] or [`FrameError::NonCanonical`] for a
     /// malformed prefix. All are terminal.
-    #[inline]
+    #[inline(always)]
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
-        self.peak_capacity = self.peak_capacity.max(src.capacity());
-        let (len, prefix_len) = match self.state {
-            DecodeState::Head { want } => match self.decode_head(src, want)? {
-                Some(head) => head,
-                None => {
-                    self.maybe_release(src);
-                    return Ok(None);
-                }
-            },
-            DecodeState::Data { len, prefix_len } => (len, prefix_len),
-        };
-        if src.len() >= len {
-            self.state = DecodeState::Head { want: 1 };
-            let frame = if len == 0 {
-                // Do not pin the buffer's allocation for an empty frame.
-                Bytes::new()
-            } else {
-                src.split_to(len).freeze()
-            };
-            self.maybe_release(src);
-            return Ok(Some(frame));
+        if src.capacity() > self.peak_capacity {
+            self.peak_capacity = src.capacity();
         }
-        self.state = DecodeState::Data { len, prefix_len };
+        // The next frame is `len` payload bytes behind `skip` prefix bytes
+        // at the front of `src`.
+        let (skip, len) = match self.whole_frame_at_head(src) {
+            Some(at) => at,
+            None => match self.decode_slow(src)? {
+                Some(at) => at,
+                None => return Ok(None),
+            },
+        };
+        let frame = if len == 0 {
+            // Do not pin the buffer's allocation for an empty frame.
+            src.advance(skip);
+            Bytes::new()
+        } else {
+            // Prefix and payload leave `src` in one split; the prefix is
+            // then dropped from the frozen handle.
+            let mut frame = src.split_to(skip + len).freeze();
+            frame.advance(skip);
+            frame
+        };
         self.maybe_release(src);
-        // Grow with the bytes that arrive, never by the announced length.
-        let missing = len.saturating_sub(src.len());
-        src.reserve(missing.min(RESERVE_STEP));
-        Ok(None)
+        Ok(Some(frame))
     }
 
     /// As [`FrameCodec::decode`], but the stream has ended: leftover bytes
@@ -439,6 +527,37 @@ impl<P: LengthPrefix> Encoder<Bytes> for FrameCodec<P> {
     }
 }
 
+/// Makes room for the rest of an incomplete `len`-byte payload, of which
+/// `src` holds the first `src.len()` bytes: steps 1 to 3 of the
+/// [module docs](self#memory).
+fn reserve_payload(src: &mut BytesMut, len: usize) {
+    let received = src.len();
+    let missing = len.saturating_sub(received);
+    // 1. Room for the whole payload that the buffer already owns costs no
+    //    allocation (at most a move of `received` bytes to its front).
+    if src.try_reclaim(missing) {
+        return;
+    }
+    // 2. At least a step (or the rest of the payload) is still spare.
+    if src.capacity().saturating_sub(received) >= missing.min(RESERVE_STEP) {
+        return;
+    }
+    // 3. Grow to `min(len, 2 * received + RESERVE_STEP)`: in place if the
+    //    buffer owns that much, else by reallocating to exactly that
+    //    capacity. `BytesMut::reserve` could round a reallocation up to twice
+    //    the old allocation, past the bound, so the buffer goes through a
+    //    `Vec` (`reserve_exact`) and back. Both conversions keep the
+    //    allocation of a buffer no frame shares; the reallocation itself may
+    //    then happen in place (or by remapping pages) rather than by a copy.
+    let more = missing.min(received.saturating_add(RESERVE_STEP));
+    if src.try_reclaim(more) {
+        return;
+    }
+    let mut vec = Vec::from(core::mem::take(src));
+    vec.reserve_exact(more);
+    *src = BytesMut::from(Bytes::from(vec));
+}
+
 /// Maps a prefix decoding failure (never `Incomplete`) to a frame error.
 fn prefix_error<P: LengthPrefix>(err: PrefixError) -> FrameError {
     match err {
@@ -509,6 +628,89 @@ mod tests {
         let mut src = BytesMut::from(&[0x0A, 1, 2, 3][..]);
         assert_eq!(codec.decode(&mut src).unwrap(), None);
         assert!(src.capacity() < 64, "{}", src.capacity());
+    }
+
+    #[test]
+    fn payload_grows_geometrically_to_twice_received_plus_one_step() {
+        let len = 3 * 1024 * 1024;
+        let mut codec = FrameCodec::with_prefix(U32Be);
+        let mut src = BytesMut::from(&u32::try_from(len).unwrap().to_be_bytes()[..]);
+        assert_eq!(codec.decode(&mut src).unwrap(), None);
+        assert_eq!(src.capacity(), RESERVE_STEP, "a bare prefix costs one step");
+        let chunk = [0xA5; 4096];
+        let (mut received, mut growths, mut capacity) = (0, 0, src.capacity());
+        loop {
+            // Read into the spare capacity, as a socket read does.
+            let n = chunk
+                .len()
+                .min(len - received)
+                .min(src.capacity() - src.len());
+            assert!(n > 0, "no spare capacity after {received} bytes");
+            src.extend_from_slice(&chunk[..n]);
+            received += n;
+            let Some(frame) = codec.decode(&mut src).unwrap() else {
+                let missing = len - received;
+                assert!(
+                    src.capacity() <= (2 * received + RESERVE_STEP).min(len),
+                    "capacity {} after {received} bytes",
+                    src.capacity()
+                );
+                assert!(src.capacity() - src.len() >= missing.min(RESERVE_STEP));
+                if src.capacity() != capacity {
+                    growths += 1;
+                    capacity = src.capacity();
+                }
+                continue;
+            };
+            assert_eq!(frame.len(), len);
+            break;
+        }
+        // `received` more than doubles between growths, from 4 KiB:
+        // 4, 12, 28, ..., 2044 KiB, then the whole 3 MiB.
+        assert_eq!(growths, 9);
+        assert_eq!(capacity, len);
+    }
+
+    #[test]
+    fn owned_room_is_reused_for_the_next_large_payload() {
+        let len = 1024 * 1024;
+        let head = u32::try_from(len).unwrap().to_be_bytes();
+        // One whole frame, then the prefix and 64 KiB of the next one, in a
+        // buffer with no room to spare.
+        let wire = |src: &mut BytesMut| {
+            src.extend_from_slice(&head);
+            src.resize(4 + len, 1);
+            src.extend_from_slice(&head);
+            src.resize(8 + len + RESERVE_STEP, 2);
+        };
+
+        let mut codec = FrameCodec::with_prefix(U32Be);
+        let mut src = BytesMut::with_capacity(8 + len + RESERVE_STEP);
+        wire(&mut src);
+        let base = src.as_ptr();
+        let frame = codec.decode(&mut src).unwrap().unwrap();
+        assert_eq!(frame.len(), len);
+        drop(frame);
+        assert_eq!(codec.decode(&mut src).unwrap(), None);
+        // Nothing shares the allocation any more: the 64 KiB received moved
+        // to its front, and the whole payload fits without allocating.
+        assert_eq!(src.as_ptr(), base);
+        assert!(src.capacity() >= len, "{}", src.capacity());
+        let capacity = src.capacity();
+        src.resize(len, 2);
+        assert_eq!(src.capacity(), capacity);
+        assert_eq!(codec.decode(&mut src).unwrap().map(|f| f.len()), Some(len));
+
+        // While the first frame is alive its allocation cannot be reclaimed:
+        // the next payload gets a new buffer within the bound.
+        let mut codec = FrameCodec::with_prefix(U32Be);
+        let mut src = BytesMut::with_capacity(8 + len + RESERVE_STEP);
+        wire(&mut src);
+        let frame = codec.decode(&mut src).unwrap().unwrap();
+        assert_eq!(codec.decode(&mut src).unwrap(), None);
+        assert_eq!(src.capacity(), 2 * RESERVE_STEP + RESERVE_STEP);
+        assert!(src.iter().all(|&b| b == 2));
+        drop(frame);
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //! ```text
 //!   read:  buffer empty -> read into a 4 KiB stack scratch, copy what came
 //!          frame pending -> read straight into the buffer's spare capacity
-//!                           (the codec reserved it: at most 64 KiB ahead)
+//!                           (the codec reserved it: a buffer of at most
+//!                           2 x received + 64 KiB for a pending frame)
 //!          buffer drained -> dropped (messages already handed out keep their bytes)
 //!   write: frames are written into the write buffer;
 //!          once flushed to the transport, the buffer is dropped
