@@ -23,7 +23,9 @@
 //!   uniform value in it), bijou64-encoded for `bijou64` and LEB128-encoded
 //!   for `leb128`; decoding includes decoding the integers.
 //!
-//! Groups:
+//! Groups (all under `frames/`, so that criterion's directories do not
+//! collide with the varint shootout's `decode/<distribution>` ones, which it
+//! would also name `decode_tiny`):
 //!
 //! - `decode_<workload>`: the stream arrives in 64 KiB reads appended to a
 //!   buffer that starts at 8 KiB (as `FramedRead`'s does); after each read
@@ -305,7 +307,7 @@ fn frame_throughput(c: &mut Criterion) {
         ];
         let wire = |name: &str| &wires.iter().find(|(n, _)| *n == name).expect("peer").1[..];
 
-        let mut group = c.benchmark_group(format!("decode_{}", workload.name));
+        let mut group = c.benchmark_group(format!("frames/decode_{}", workload.name));
         group.throughput(Throughput::Elements(expect.0 as u64));
         group.sampling_mode(SamplingMode::Flat).sample_size(40);
         bench_decode_peer(
@@ -322,7 +324,7 @@ fn frame_throughput(c: &mut Criterion) {
         group.finish();
 
         if workload.name == "tiny" {
-            let mut group = c.benchmark_group("decode-buffered_tiny");
+            let mut group = c.benchmark_group("frames/decode-buffered_tiny");
             group.throughput(Throughput::Elements(expect.0 as u64));
             group.sampling_mode(SamplingMode::Flat).sample_size(40);
             macro_rules! buffered {
@@ -347,7 +349,7 @@ fn frame_throughput(c: &mut Criterion) {
             group.finish();
         }
 
-        let mut group = c.benchmark_group(format!("encode_{}", workload.name));
+        let mut group = c.benchmark_group(format!("frames/encode_{}", workload.name));
         group.throughput(Throughput::Elements(expect.0 as u64));
         group.sampling_mode(SamplingMode::Flat).sample_size(40);
         bench_encode_peer(&mut group, "bijou64", ours(Bijou64), frames);
@@ -447,7 +449,7 @@ fn varint_dense(c: &mut Criterion) {
         leb_wire.len()
     );
 
-    let mut group = c.benchmark_group("decode_varint-dense");
+    let mut group = c.benchmark_group("frames/decode_varint-dense");
     group.throughput(Throughput::Elements(FRAMES as u64));
     group.sampling_mode(SamplingMode::Flat).sample_size(40);
     let mut codec = ours(Bijou64);
@@ -468,7 +470,7 @@ fn varint_dense(c: &mut Criterion) {
     });
     group.finish();
 
-    let mut group = c.benchmark_group("encode_varint-dense");
+    let mut group = c.benchmark_group("frames/encode_varint-dense");
     group.throughput(Throughput::Elements(FRAMES as u64));
     group.sampling_mode(SamplingMode::Flat).sample_size(40);
     let mut dst = BytesMut::with_capacity(leb_wire.len());

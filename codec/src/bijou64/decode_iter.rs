@@ -3,36 +3,13 @@
 //!
 //! ```text
 //! a stream is values back to back, no separators:
-//! +----+----------+----+----------------------+----+----+
-//! | 2A | F8 34    | 07 | FF xx xx xx xx xx xx xx xx | 00 | …
-//! +----+----------+----+----------------------+----+----+
-//!  42    300       7     tier 8 (9 bytes)        0
+//! +----+-------+----+----------------------------+----+
+//! | 2A | F8 34 | 07 | FF xx xx xx xx xx xx xx xx | 00 | ...
+//! +----+-------+----+----------------------------+----+
+//!  42    300     7    tier 8 (9 bytes)             0
 //! ```
 //!
-//! # Speed
-//!
-//! The first byte of a value gives its length, so the cursor's next
-//! position depends on the byte just loaded. A decoder that computes the
-//! length from that byte (branch-free) waits for the load on every value:
-//! its speed does not depend on the input, but it cannot overlap values.
-//! A decoder that branches on the tag lets the CPU guess the length and
-//! start on the next value at once, and pays a misprediction whenever the
-//! guess is wrong. Which one wins depends on the input, so internal
-//! iteration ([`Iterator::fold`] and what builds on it: `for_each`, `sum`,
-//! `collect`, …) looks at the tags of the next [`DecodeIter::SAMPLE`]
-//! values and picks one of four decoders:
-//!
-//! | next tags                  | decoder                                              |
-//! |----------------------------|------------------------------------------------------|
-//! | all one-byte values        | bulk: 64 bytes at a time, checked at once            |
-//! | all one tier of 2–9 bytes  | a run loop specialised for that length               |
-//! | tiers change on most       | branch-free, one value at a time                     |
-//! | otherwise (a pattern)      | a `match` on the tag whose arms advance by constants |
-//!
-//! The bulk and run decoders continue until the shape ends (a value of
-//! another length), then the iterator samples again; the other two decode a
-//! block of [`DecodeIter::BLOCK`] values first. `next` (external iteration)
-//! uses the last two only.
+//! How the iterator picks a decoder is documented on [`DecodeIter`].
 
 use super::{decode, finish_decode, DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
 
@@ -52,12 +29,38 @@ pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
     DecodeIter::new(buf)
 }
 
-/// Streaming iterator over concatenated bijou64 values; see [`decode_iter`]
-/// and the [module docs](self) for how it picks a decoder.
+/// Streaming iterator over concatenated bijou64 values; see [`decode_iter`].
 ///
 /// Yields `Ok(value)` per value; on the first error yields `Err` once and
 /// then ends (it is fused). [`DecodeIter::remainder`] gives the bytes not
 /// yet consumed.
+///
+/// # Speed
+///
+/// The first byte of a value gives its length, so the cursor's next
+/// position depends on the byte just loaded. A decoder that computes the
+/// length from that byte (branch-free) waits for the load on every value:
+/// its speed does not depend on the input, but it cannot overlap values.
+/// A decoder that branches on the tag lets the CPU guess the length and
+/// start on the next value at once, and pays a misprediction whenever the
+/// guess is wrong. Which one wins depends on the input, so internal
+/// iteration ([`Iterator::fold`] and what builds on it: `for_each`, `count`,
+/// `sum`, `collect` into a `Vec` of results, …) looks at the tags of the next
+/// [`DecodeIter::SAMPLE`] values and picks a decoder:
+///
+/// | next tags                            | decoder                                              |
+/// |--------------------------------------|------------------------------------------------------|
+/// | all one-byte values                  | bulk: 64 bytes at a time, checked at once            |
+/// | all one tier of 2-9 bytes            | a run loop specialised for that length               |
+/// | the first differs, the rest one tier | the first with the `match` below, then a run         |
+/// | tiers change on most                 | branch-free, one value at a time                     |
+/// | otherwise (a pattern)                | a `match` on the tag whose arms advance by constants |
+///
+/// The bulk and run decoders continue until the shape ends (a value of
+/// another length), then the iterator samples again; the last two decode a
+/// block of [`DecodeIter::BLOCK`] values first. `next` (external iteration,
+/// and `collect` into a `Result`, which stops at the first error) uses the
+/// last two only. The README's shootout has the figures.
 #[derive(Debug, Clone)]
 #[must_use = "iterators are lazy"]
 pub struct DecodeIter<'a> {
@@ -145,7 +148,7 @@ fn step(buf: &[u8], pos: usize, branch_free: bool) -> Step {
             Err(_) => Step::Overflow,
         };
     }
-    // Constant-stride arms: see "Speed" in the module docs.
+    // Constant-stride arms: see "Speed" on `DecodeIter`.
     let (value, len) = match tag {
         0xF8 => (OFFSETS[1] + (window >> 56), 2),
         0xF9 => (OFFSETS[2] + (window >> 48), 3),

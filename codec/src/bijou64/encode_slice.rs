@@ -6,25 +6,13 @@
 //! 9-byte window (tag + payload, left-aligned); the next value starts at the
 //! end of this one's encoding and overwrites the rest:
 //!
-//! value 300:  | F8 | 34 | xx xx xx xx xx xx xx |
-//! value 1000:      | F9 | 01 | F0 | xx xx xx xx xx xx |
+//! offset:        0    1    2    3    4
+//! value 300:    | F8 | 34 | xx | xx | xx | xx | xx | xx | xx |
+//! value 1000:             | F9 | 01 | F0 | xx | xx | xx | xx | xx | xx |
+//! result:       | F8 | 34 | F9 | 01 | F0 |
 //! ```
 //!
-//! # Speed
-//!
-//! Like [`decode_iter`](super::decode_iter), the encoder looks at the
-//! tiers of the next [`SAMPLE`] values and picks one of three encoders:
-//!
-//! | next values         | encoder                                                    |
-//! |---------------------|------------------------------------------------------------|
-//! | all below 248       | one byte each, a group of 16 checked and stored at once    |
-//! | all one tier (2–9)  | a loop specialised for that length: constant tag, shift, stride |
-//! | anything else       | branch-free per value, whatever its tier                   |
-//!
-//! The first two continue while the shape holds; the third encodes a block
-//! of [`BLOCK`] values, or a single value when only the first sampled value
-//! is of another tier (an outlier before a run). The last few values, once fewer than nine bytes of
-//! room remain, are written exactly.
+//! How it picks an encoder is documented on [`encode_slice`].
 
 use super::{encode_array, encoded_len, put_window, tier, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
 use crate::BufferTooSmall;
@@ -40,10 +28,27 @@ const RUN_GROUP: usize = 4;
 
 /// Encodes every value of `values` back to back into `out`, returning the
 /// number of bytes written. Meant for pre-sized buffers (size them with
-/// `values.len() * MAX_LEN`, or exactly with [`encoded_len`]); see the
-/// [module docs](self) for how it writes and why it is fast.
+/// `values.len() * MAX_LEN`, or exactly with [`encoded_len`]). While at
+/// least nine bytes of room remain, every value is written as a whole 9-byte
+/// window that the next value overwrites.
 ///
 /// On success, bytes of `out` past the returned length are unspecified.
+///
+/// # Speed
+///
+/// Like [`decode_iter`](super::decode_iter), the encoder looks at the
+/// tiers of the next 8 values and picks one of three encoders:
+///
+/// | next values              | encoder                                                 |
+/// |--------------------------|---------------------------------------------------------|
+/// | all below 248            | one byte each, a group of 16 checked and stored at once |
+/// | all one tier (2-9 bytes) | a loop for that length: constant tag, shift and stride  |
+/// | anything else            | branch-free per value, whatever its tier                |
+///
+/// The first two continue while the shape holds; the third encodes a block
+/// of 256 values, or a single value when only the first sampled value is of
+/// another tier (an outlier before a run). The last few values, once fewer
+/// than nine bytes of room remain, are written exactly.
 ///
 /// # Errors
 ///
