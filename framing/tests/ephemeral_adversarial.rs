@@ -24,6 +24,9 @@ use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
+mod messages_support;
+use messages_support::ephemeral_control;
+
 /// Where the fields of a signed message start: schema, tag, issuer.
 const FIELDS_AT: usize = 4 + 1 + 32;
 /// Where `PayloadLen` starts: fields + topic, nonce, timestamp.
@@ -78,17 +81,6 @@ fn seal(n: u8, topic: [u8; 32], nonce: u64, timestamp: u64, payload: &[u8]) -> V
         .to_vec()
 }
 
-/// `SUE\0 · tag · count · topics`, in the order given.
-fn control(tag: u8, topics: &[[u8; 32]]) -> Vec<u8> {
-    let mut wire = EPHEMERAL_SCHEMA.to_vec();
-    wire.push(tag);
-    wire.extend_from_slice(&u16::try_from(topics.len()).expect("u16").to_be_bytes());
-    for topic in topics {
-        wire.extend_from_slice(topic);
-    }
-    wire
-}
-
 fn bijou64(value: u64) -> Vec<u8> {
     let mut out = Vec::new();
     bijoux::u64::encode(value, &mut out);
@@ -119,7 +111,7 @@ fn control_wire() -> impl Strategy<Value = Vec<u8>> {
     (1u8..=3, vec(topic(), 1..7)).prop_map(|(tag, mut topics)| {
         let mut seen = std::collections::BTreeSet::new();
         topics.retain(|t| seen.insert(*t));
-        control(tag, &topics)
+        ephemeral_control(tag, &topics)
     })
 }
 
@@ -365,13 +357,13 @@ fn strict_count_0_is_rejected() {
         // Nothing after the count: a decoder without the check would read
         // an empty list and accept.
         assert_eq!(
-            decode(&control(tag, &[])),
+            decode(&ephemeral_control(tag, &[])),
             Err(MessageError::EmptyList {
                 field: "topics",
                 offset: 5
             })
         );
-        let mut with_a_topic = control(tag, &[[1; 32]]);
+        let mut with_a_topic = ephemeral_control(tag, &[[1; 32]]);
         with_a_topic[5..7].copy_from_slice(&[0, 0]);
         assert_eq!(
             decode(&with_a_topic),
@@ -388,7 +380,7 @@ fn strict_duplicate_topics_are_rejected_and_distinct_ones_kept_in_wire_order() {
     let (a, b, c) = ([1; 32], [2; 32], [3; 32]);
     for tag in 1..=3 {
         assert_eq!(
-            decode(&control(tag, &[a, a])),
+            decode(&ephemeral_control(tag, &[a, a])),
             Err(MessageError::Read(ReadError::Duplicate {
                 field: "topics",
                 offset: TOPICS_AT + 32,
@@ -397,7 +389,7 @@ fn strict_duplicate_topics_are_rejected_and_distinct_ones_kept_in_wire_order() {
         );
         // Not adjacent, and not sorted: the duplicate is still found.
         assert_eq!(
-            decode(&control(tag, &[c, a, b, a])),
+            decode(&ephemeral_control(tag, &[c, a, b, a])),
             Err(MessageError::Read(ReadError::Duplicate {
                 field: "topics",
                 offset: TOPICS_AT + 96,
@@ -405,7 +397,7 @@ fn strict_duplicate_topics_are_rejected_and_distinct_ones_kept_in_wire_order() {
             }))
         );
         // Distinct topics in any order are kept as sent.
-        let wire = control(tag, &[c, a, b]);
+        let wire = ephemeral_control(tag, &[c, a, b]);
         let msg = assert_injective(&wire).expect("distinct topics in any order");
         let topics = match &msg {
             EphemeralMessage::Subscribe(t)
@@ -421,7 +413,7 @@ fn strict_duplicate_topics_are_rejected_and_distinct_ones_kept_in_wire_order() {
 fn strict_unknown_tags_are_rejected() {
     for tag in 0x04..=0xFF {
         // A valid topic list behind it: only the tag is wrong.
-        let wire = control(tag, &[[1; 32]]);
+        let wire = ephemeral_control(tag, &[[1; 32]]);
         assert_eq!(
             decode(&wire),
             Err(MessageError::Read(ReadError::UnknownValue {
@@ -457,7 +449,7 @@ fn strict_trailing_bytes_after_the_signature_are_rejected() {
 #[test]
 fn strict_trailing_bytes_after_the_last_topic_are_rejected() {
     for tag in 1..=3 {
-        let wire = control(tag, &[[1; 32], [2; 32]]);
+        let wire = ephemeral_control(tag, &[[1; 32], [2; 32]]);
         for tail in [&[0u8][..], &[1; 31], &[2; 32]] {
             assert_eq!(
                 decode(&[wire.as_slice(), tail].concat()),

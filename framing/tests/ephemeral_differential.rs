@@ -49,6 +49,9 @@ use subduction_ephemeral::message::{
 };
 use subduction_ephemeral::topic::Topic as TTopic;
 
+mod messages_support;
+use messages_support::ephemeral_control;
+
 /// Payload sizes for the agreement tests: a one-byte `PayloadLen` (0, 1,
 /// 64) and multi-byte ones (4096, and 65,537: more than 64 KiB).
 const SIZES: [usize; 5] = [0, 1, 64, 4096, 65_537];
@@ -122,18 +125,6 @@ fn our_control(tag: u8, topics: Topics) -> EphemeralMessage {
         3 => EphemeralMessage::SubscribeRejected(topics),
         _ => unreachable!("control tags are 1..=3"),
     }
-}
-
-/// A control message written by hand: `SUE\0 · tag · count · topics`, the
-/// topics in the order given (duplicates and all).
-fn control_wire(tag: u8, topics: &[[u8; 32]]) -> Vec<u8> {
-    let mut wire = EPHEMERAL_SCHEMA.to_vec();
-    wire.push(tag);
-    wire.extend_from_slice(&u16::try_from(topics.len()).expect("u16").to_be_bytes());
-    for topic in topics {
-        wire.extend_from_slice(topic);
-    }
-    wire
 }
 
 fn ours(bytes: &[u8]) -> Result<EphemeralMessage, MessageError> {
@@ -370,7 +361,7 @@ fn control_messages_agree_byte_for_byte_in_any_order() {
     for tag in 1..=3 {
         for topics in lists {
             let their_wire = their_control(tag, topics).encode();
-            assert_eq!(their_wire, control_wire(tag, topics));
+            assert_eq!(their_wire, ephemeral_control(tag, topics));
 
             // Theirs -> ours: decoded in their order, re-encoded identically.
             let decoded = ours(&their_wire).expect("ours decodes theirs");
@@ -390,7 +381,10 @@ fn control_messages_agree_byte_for_byte_in_any_order() {
             let our_wire = our_control(tag, topics_ours).encode().expect("encode");
             let mut sorted = topics.to_vec();
             sorted.sort_unstable();
-            assert_eq!(our_wire.as_ref(), control_wire(tag, &sorted).as_slice());
+            assert_eq!(
+                our_wire.as_ref(),
+                ephemeral_control(tag, &sorted).as_slice()
+            );
             let back = theirs(&our_wire).expect("theirs decodes ours");
             assert_eq!(back, their_control(tag, &sorted));
             assert_eq!(back.encode(), our_wire.to_vec());
@@ -470,7 +464,7 @@ fn table() -> Vec<Case> {
         .to_vec();
     let n = signed.len();
     let with_tail = |tail: &[u8]| [signed.as_slice(), tail].concat();
-    let sub = |topics: &[[u8; 32]]| control_wire(1, topics);
+    let sub = |topics: &[[u8; 32]]| ephemeral_control(1, topics);
     let k = large_order_k();
     let big = our_seal(2, topic(8), 6, 1_700_000_001, &payload_bytes(65_537, 2))
         .as_bytes()
@@ -981,7 +975,7 @@ fn valid_message() -> impl Strategy<Value = Vec<u8>> {
             .prop_map(|(n, topic, nonce, ts, payload)| {
                 our_seal(n, topic, nonce, ts, &payload).as_bytes().to_vec()
             }),
-        (1u8..=3, distinct_topics()).prop_map(|(tag, topics)| control_wire(tag, &topics)),
+        (1u8..=3, distinct_topics()).prop_map(|(tag, topics)| ephemeral_control(tag, &topics)),
     ]
 }
 

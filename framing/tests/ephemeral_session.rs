@@ -28,6 +28,8 @@ use futures::{SinkExt, StreamExt};
 use tokio::io::DuplexStream;
 use tokio::time::timeout;
 
+mod messages_support;
+
 const NOW: u64 = 1_700_000_000;
 const REPLY: Duration = Duration::from_secs(5);
 
@@ -88,13 +90,8 @@ fn sealed(signer: u8, topic: Topic, nonce: u64, timestamp: u64, payload: Vec<u8>
 }
 
 fn control(tag: u8, count: u16, topics: &[Topic]) -> Bytes {
-    let mut wire = b"SUE\0".to_vec();
-    wire.push(tag);
-    wire.extend_from_slice(&count.to_be_bytes());
-    for topic in topics {
-        wire.extend_from_slice(topic.as_bytes());
-    }
-    wire.into()
+    let topics: Vec<[u8; 32]> = topics.iter().map(|topic| *topic.as_bytes()).collect();
+    messages_support::ephemeral_control_wire(tag, count, &topics).into()
 }
 
 fn with_bad_signature(bytes: &Bytes) -> Bytes {

@@ -220,3 +220,23 @@ pub fn fix_total_size(bytes: &mut [u8]) {
 pub fn peer_of(i: u8) -> PeerId {
     key(i).peer_id()
 }
+
+/// An ephemeral control message written by hand, for the `ephemeral_*`
+/// tests: `SUE\0 · tag · count · topics`, with the topics in the order
+/// given (duplicates and all) and the count given separately, so that a test
+/// can also state one that does not match.
+pub fn ephemeral_control_wire(tag: u8, count: u16, topics: &[[u8; 32]]) -> Vec<u8> {
+    let mut wire = bijou_framing::message::EPHEMERAL_SCHEMA.to_vec();
+    wire.push(tag);
+    wire.extend_from_slice(&count.to_be_bytes());
+    for topic in topics {
+        wire.extend_from_slice(topic);
+    }
+    wire
+}
+
+/// [`ephemeral_control_wire`] with the true count.
+pub fn ephemeral_control(tag: u8, topics: &[[u8; 32]]) -> Vec<u8> {
+    let count = u16::try_from(topics.len()).expect("at most 65,535 topics");
+    ephemeral_control_wire(tag, count, topics)
+}
