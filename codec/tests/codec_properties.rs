@@ -160,21 +160,54 @@ proptest! {
             let i = index.index(bytes.len());
             bytes[i] = byte;
         }
-        let mut reference = Vec::new();
-        let mut rest = &bytes[..];
-        while !rest.is_empty() {
-            match bijou64::decode(rest) {
-                Ok((v, n)) => {
-                    reference.push(Ok(v));
-                    rest = &rest[n..];
-                }
-                Err(e) => {
-                    reference.push(Err(e));
-                    break;
-                }
+        let reference = decode_one_at_a_time(&bytes);
+        // `next` one call at a time (adapters such as `collect` would fold).
+        let mut by_next = Vec::new();
+        for item in bijou64::decode_iter(&bytes) {
+            by_next.push(item);
+        }
+        let mut by_fold = Vec::new();
+        bijou64::decode_iter(&bytes).for_each(|item| by_fold.push(item));
+        prop_assert_eq!(&by_fold, &reference);
+        prop_assert_eq!(&by_next, &reference);
+    }
+
+    /// Streams whose lengths follow a cycle of 2 to 33 tiers (the cycle
+    /// decoder's shape, and one period too long for it), then mutated (bytes
+    /// set to tags or one-byte values, and a value replaced by a tier-8
+    /// overflow): `fold` and `next` agree with the single-value decoder.
+    #[test]
+    fn cycles_decode_alike_on_every_path(
+        cycle in prop::collection::vec(0usize..=8, 2..=33),
+        repeats in 1usize..40,
+        seed in any::<u64>(),
+        flips in prop::collection::vec(
+            (any::<prop::sample::Index>(), prop_oneof![0xF8u8..=0xFF, 0u8..0xF8]),
+            0..3,
+        ),
+        overflow_at in proptest::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut values = Vec::new();
+        let mut state = seed;
+        for &tier in cycle.iter().cycle().take(cycle.len() * repeats) {
+            let high = OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1);
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            values.push(OFFSETS[tier] + state % (high - OFFSETS[tier]).saturating_add(1).max(1));
+        }
+        let overflow_at = overflow_at.map(|index| index.index(values.len()));
+        let mut bytes = Vec::new();
+        for (i, &v) in values.iter().enumerate() {
+            if Some(i) == overflow_at {
+                bytes.extend_from_slice(&[0xFF; 9]);
+            } else {
+                bijou64::encode_to_vec(v, &mut bytes);
             }
         }
-        // `next` one call at a time (adapters such as `collect` would fold).
+        for (index, byte) in flips {
+            let i = index.index(bytes.len());
+            bytes[i] = byte;
+        }
+        let reference = decode_one_at_a_time(&bytes);
         let mut by_next = Vec::new();
         for item in bijou64::decode_iter(&bytes) {
             by_next.push(item);
@@ -300,4 +333,23 @@ proptest! {
             Err(ReadError::TrailingBytes { offset: bytes.len(), count: 1 })
         );
     }
+}
+
+/// The stream decoded with the single-value decoder: every value, then the
+/// first error if there is one.
+fn decode_one_at_a_time(mut rest: &[u8]) -> Vec<Result<u64, DecodeError>> {
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        match bijou64::decode(rest) {
+            Ok((v, n)) => {
+                out.push(Ok(v));
+                rest = &rest[n..];
+            }
+            Err(e) => {
+                out.push(Err(e));
+                break;
+            }
+        }
+    }
+    out
 }

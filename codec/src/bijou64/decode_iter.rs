@@ -11,6 +11,7 @@
 //!
 //! How the iterator picks a decoder is documented on [`DecodeIter`].
 
+use super::decode_cycle::cycle_values;
 use super::{decode, finish_decode, DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
 
 /// Decodes concatenated values from `buf`, front to back.
@@ -48,19 +49,30 @@ pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
 /// `sum`, `collect` into a `Vec` of results, …) looks at the tags of the next
 /// [`DecodeIter::SAMPLE`] values and picks a decoder:
 ///
-/// | next tags                            | decoder                                              |
-/// |--------------------------------------|------------------------------------------------------|
-/// | all one-byte values                  | bulk: 64 bytes at a time, checked at once            |
-/// | all one tier of 2-9 bytes            | a run loop specialised for that length               |
-/// | the first differs, the rest one tier | the first with the `match` below, then a run         |
-/// | tiers change on most                 | branch-free, one value at a time                     |
-/// | otherwise (a pattern)                | a `match` on the tag whose arms advance by constants |
+/// | next tags                              | decoder                                              |
+/// |----------------------------------------|------------------------------------------------------|
+/// | all one-byte values                    | bulk: 64 bytes at a time, checked at once            |
+/// | all one tier of 2-9 bytes              | a run loop specialised for that length               |
+/// | the first differs, the rest one tier   | the first with the `match` below, then a run         |
+/// | tiers change on most, no short period  | branch-free, one value at a time                     |
+/// | otherwise (a pattern)                  | a cycle if the lengths have one, else the `match`    |
 ///
-/// The bulk and run decoders continue until the shape ends (a value of
-/// another length), then the iterator samples again; the last two decode a
-/// block of [`DecodeIter::BLOCK`] values first. `next` (external iteration,
-/// and `collect` into a `Result`, which stops at the first error) uses the
-/// last two only. The README's shootout has the figures.
+/// A *cycle* is a period of 2 to 32 lengths that the next 64 values repeat
+/// (at most 256 bytes a period); the cycle decoder then reads each value
+/// of a group of whole periods from a fixed position, after checking every
+/// tag of the group at once, 16 bytes at a time. The `match` branches on
+/// the tag, with arms that advance by constants.
+///
+/// The bulk, run and cycle decoders continue until the shape ends (a value
+/// of another length), then the iterator samples again; the branch-free
+/// decoder and the `match` decode a block of [`DecodeIter::BLOCK`] values
+/// first. After a cycle ends, the next patterned block uses the `match`
+/// before the iterator searches again; after a search that finds none, or
+/// a cycle that held for less than a block, the next 8 do. Input that keeps
+/// almost repeating so costs at most one search (64 tags read) per 9
+/// blocks. `next` (external iteration, and `collect` into a
+/// `Result`, which stops at the first error) uses the branch-free decoder
+/// and the `match` only. The README's shootout has the figures.
 #[derive(Debug, Clone)]
 #[must_use = "iterators are lazy"]
 pub struct DecodeIter<'a> {
@@ -110,26 +122,37 @@ impl Shape {
             return Self::Patterned;
         };
         let second_len = super::len_from_first_byte(second);
-        let mut previous = second_len;
+        let mut lens = [first_len, second_len, 0, 0, 0, 0, 0, 0];
         let mut changes = u32::from(second_len != first_len);
         let mut tail_same = true;
         pos += second_len;
-        for _ in 2..DecodeIter::SAMPLE {
+        for i in 2..lens.len() {
             let Some(&tag) = buf.get(pos) else { break };
             let len = super::len_from_first_byte(tag);
-            changes += u32::from(len != previous);
+            changes += u32::from(len != lens[i - 1]);
             tail_same &= len == second_len;
-            previous = len;
+            lens[i] = len;
             pos += len;
         }
         match (tail_same, changes, first_len) {
             (true, 0, 1) => Self::OneByte,
             (true, 0, len) => Self::Run(len),
             (true, _, _) => Self::Outlier,
-            _ if changes * 2 > DecodeIter::SAMPLE => Self::Changing,
+            // Lengths that alternate with a short period are a pattern the
+            // cycle decoder takes.
+            _ if changes * 2 > DecodeIter::SAMPLE && !repeats_within(&lens, 4) => Self::Changing,
             _ => Self::Patterned,
         }
     }
+}
+
+/// Whether `lens` repeats with a period of 2 to `max_period`.
+fn repeats_within(lens: &[usize; DecodeIter::SAMPLE as usize], max_period: usize) -> bool {
+    (2..=max_period).any(|period| {
+        lens.iter()
+            .zip(lens.get(period..).unwrap_or_default())
+            .all(|(a, b)| a == b)
+    })
 }
 
 /// Decodes the value at `pos` when at least [`MAX_LEN`] bytes remain.
@@ -305,6 +328,10 @@ impl<'a> DecodeIter<'a> {
     pub const BLOCK: u32 = 256;
     /// Values whose tags are sampled to make the choice.
     pub const SAMPLE: u32 = 8;
+    /// Patterned blocks decoded with the `match` after a search for a
+    /// cycle found none (or one that held for less than a block), before
+    /// the next search.
+    const CYCLE_RETRY: u32 = 8;
 
     fn new(buf: &'a [u8]) -> Self {
         Self {
@@ -372,6 +399,10 @@ impl Iterator for DecodeIter<'_> {
         let buf = self.buf;
         let mut pos = self.pos;
         let mut acc = init;
+        // Patterned blocks to decode with the `match` before looking for a
+        // cycle again: one after a cycle ends, `CYCLE_RETRY` after a
+        // search found none or a cycle shorter than a block.
+        let mut cycle_wait = 0u32;
         // One loop per block decoder, so neither tests the choice per value.
         macro_rules! block {
             ($branch_free:expr, $done:lifetime) => {
@@ -434,7 +465,28 @@ impl Iterator for DecodeIter<'_> {
                     Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
                 },
                 Shape::Changing => block!(true, 'blocks),
-                Shape::Patterned => branching_block!('blocks),
+                Shape::Patterned => {
+                    let found = match cycle_wait {
+                        0 => cycle_values(buf, &mut pos, acc, &mut f),
+                        _ => Err(acc),
+                    };
+                    match found {
+                        Ok((folded, decoded)) => {
+                            acc = folded;
+                            // A cycle that ran for less than a block did not
+                            // pay for its search: wait as after a miss.
+                            cycle_wait = match decoded >= Self::BLOCK as usize {
+                                true => 1,
+                                false => Self::CYCLE_RETRY,
+                            };
+                        }
+                        Err(folded) => {
+                            acc = folded;
+                            cycle_wait = cycle_wait.checked_sub(1).unwrap_or(Self::CYCLE_RETRY);
+                            branching_block!('blocks);
+                        }
+                    }
+                }
             }
             if pos == start {
                 // A run that could not start (the end is near): the
@@ -550,6 +602,16 @@ mod tests {
         assert_eq!(Shape::sample(&encode_all(&changing), 0), Shape::Changing);
         let pairs: Vec<u64> = (0..20u64).map(|i| value((i / 2) as usize % 9, i)).collect();
         assert_eq!(Shape::sample(&encode_all(&pairs), 0), Shape::Patterned);
+        // Changing on every value, but with a period of at most 4.
+        for period in 2..=4usize {
+            let alternating: Vec<u64> = (0..20u64)
+                .map(|i| value(i as usize % period * 2, i))
+                .collect();
+            assert_eq!(
+                Shape::sample(&encode_all(&alternating), 0),
+                Shape::Patterned
+            );
+        }
         assert_eq!(Shape::sample(&[], 0), Shape::Patterned);
     }
 
@@ -592,6 +654,82 @@ mod tests {
             let bytes = encode_all(&values);
             let cut = encode_all(&values[..values.len() / 2]).len();
             check(&bytes, cut);
+        }
+    }
+
+    /// Streams whose lengths repeat with a period (what the cycle decoder
+    /// takes), each broken once by a value of another length at every
+    /// position of the first two groups and a few later, with an overflow
+    /// spliced in: `fold` stops at the break, decodes it in place, and
+    /// takes up the cycle again.
+    #[test]
+    fn fold_and_next_agree_on_periodic_streams_broken_anywhere() {
+        let boundary: Vec<usize> = (0..=8).flat_map(|tier| [tier, tier]).collect();
+        let longest: Vec<usize> = (0..32).map(|i| [0, 3, 8, 1][i % 7 % 4]).collect();
+        let cycles: [&[usize]; 6] = [
+            &boundary,
+            &[1, 2],
+            &[0, 8],
+            &[0, 0, 5],
+            &[8, 7, 8],
+            &longest,
+        ];
+        for cycle in cycles {
+            let values: Vec<u64> = (0..400u64)
+                .map(|i| value(cycle[i as usize % cycle.len()], i))
+                .collect();
+            let bytes = encode_all(&values);
+            check(&bytes, bytes.len() / 3);
+            for at in (0..2 * 64 + 3).chain([200, 333, 390, 399]) {
+                let tier = cycle[at % cycle.len()];
+                let mut broken = values.clone();
+                broken[at] = value((tier + 4) % 9, 5);
+                let cut = encode_all(&broken[..at + 1]).len();
+                check(&encode_all(&broken), cut);
+            }
+        }
+    }
+
+    /// A one-byte slot of a cycle holding a multi-byte tag, and a tag slot
+    /// holding a one-byte value, are both breaks: at every byte of the
+    /// first groups after the values the search for the cycle read.
+    #[test]
+    fn a_cycle_checks_one_byte_slots_and_tag_slots() {
+        let values: Vec<u64> = (0..600u64)
+            .map(|i| value([0, 2][i as usize % 2], i))
+            .collect();
+        let bytes = encode_all(&values);
+        for at in 0..600 {
+            let mut mutated = bytes.clone();
+            mutated[at] = if mutated[at] < FIRST_MULTI_BYTE_TAG {
+                0xF8
+            } else {
+                0x05
+            };
+            assert_eq!(
+                collect_fold(&mutated),
+                reference_decode(&mutated),
+                "byte {at}"
+            );
+        }
+    }
+
+    /// A tier-8 overflow at each tier-8 slot of the first groups of a cycle
+    /// is reported in place, after exactly the values before it.
+    #[test]
+    fn overflow_inside_a_cycle_is_reported_in_place() {
+        let cycle = [0usize, 8, 3, 8];
+        let values: Vec<u64> = (0..240u64)
+            .map(|i| value(cycle[i as usize % cycle.len()], i))
+            .collect();
+        for at in (0..values.len()).filter(|&i| cycle[i % cycle.len()] == 8) {
+            let mut bytes = encode_all(&values);
+            let start = encode_all(&values[..at]).len();
+            bytes[start + 1..start + MAX_LEN].copy_from_slice(&[0xFF; 8]);
+            let expected = reference_decode(&bytes);
+            assert_eq!(expected.len(), at + 1);
+            assert_eq!(collect_fold(&bytes), expected, "value {at}");
+            assert_eq!(collect_next(&bytes), expected, "value {at}");
         }
     }
 

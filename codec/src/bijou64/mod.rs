@@ -379,6 +379,7 @@ pub enum ExactError {
     },
 }
 
+mod decode_cycle;
 mod decode_iter;
 pub use decode_iter::{decode_iter, DecodeIter};
 
