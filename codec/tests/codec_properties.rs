@@ -8,10 +8,12 @@ use proptest::prelude::*;
 /// Values spread evenly over the nine tiers (a plain `any::<u64>()` would
 /// be tier 8 almost always).
 fn any_tier_value() -> impl Strategy<Value = u64> {
-    (0usize..=8).prop_flat_map(|tier| {
-        let high = OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1);
-        OFFSETS[tier]..=high
-    })
+    (0usize..=8).prop_flat_map(|tier| OFFSETS[tier]..=last_of_tier(tier))
+}
+
+/// The largest value of `tier`.
+fn last_of_tier(tier: usize) -> u64 {
+    OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1)
 }
 
 fn encode(value: u64) -> Vec<u8> {
@@ -141,10 +143,8 @@ proptest! {
         let mut values = Vec::new();
         let mut state = seed;
         for &(tier, len) in &segments {
-            let high = OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1);
             for _ in 0..len {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                values.push(OFFSETS[tier] + state % (high - OFFSETS[tier]).saturating_add(1).max(1));
+                values.push(value_in_tier(tier, &mut state));
             }
         }
         let mut vec = Vec::new();
@@ -161,13 +161,7 @@ proptest! {
             bytes[i] = byte;
         }
         let reference = decode_one_at_a_time(&bytes);
-        // `next` one call at a time (adapters such as `collect` would fold).
-        let mut by_next = Vec::new();
-        for item in bijou64::decode_iter(&bytes) {
-            by_next.push(item);
-        }
-        let mut by_fold = Vec::new();
-        bijou64::decode_iter(&bytes).for_each(|item| by_fold.push(item));
+        let (by_fold, by_next) = decode_by_fold_and_by_next(&bytes);
         prop_assert_eq!(&by_fold, &reference);
         prop_assert_eq!(&by_next, &reference);
     }
@@ -190,9 +184,7 @@ proptest! {
         let mut values = Vec::new();
         let mut state = seed;
         for &tier in cycle.iter().cycle().take(cycle.len() * repeats) {
-            let high = OFFSETS.get(tier + 1).map_or(u64::MAX, |next| next - 1);
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            values.push(OFFSETS[tier] + state % (high - OFFSETS[tier]).saturating_add(1).max(1));
+            values.push(value_in_tier(tier, &mut state));
         }
         let overflow_at = overflow_at.map(|index| index.index(values.len()));
         let mut bytes = Vec::new();
@@ -208,12 +200,7 @@ proptest! {
             bytes[i] = byte;
         }
         let reference = decode_one_at_a_time(&bytes);
-        let mut by_next = Vec::new();
-        for item in bijou64::decode_iter(&bytes) {
-            by_next.push(item);
-        }
-        let mut by_fold = Vec::new();
-        bijou64::decode_iter(&bytes).for_each(|item| by_fold.push(item));
+        let (by_fold, by_next) = decode_by_fold_and_by_next(&bytes);
         prop_assert_eq!(&by_fold, &reference);
         prop_assert_eq!(&by_next, &reference);
     }
@@ -335,9 +322,12 @@ proptest! {
     }
 }
 
+/// A stream's values, then its first error if there is one.
+type Decoded = Vec<Result<u64, DecodeError>>;
+
 /// The stream decoded with the single-value decoder: every value, then the
 /// first error if there is one.
-fn decode_one_at_a_time(mut rest: &[u8]) -> Vec<Result<u64, DecodeError>> {
+fn decode_one_at_a_time(mut rest: &[u8]) -> Decoded {
     let mut out = Vec::new();
     while !rest.is_empty() {
         match bijou64::decode(rest) {
@@ -352,4 +342,25 @@ fn decode_one_at_a_time(mut rest: &[u8]) -> Vec<Result<u64, DecodeError>> {
         }
     }
     out
+}
+
+/// The stream decoded by the iterator's `fold` (through `for_each`) and by
+/// `next`, one call at a time (adapters such as `collect` would fold).
+fn decode_by_fold_and_by_next(bytes: &[u8]) -> (Decoded, Decoded) {
+    let mut by_fold = Vec::new();
+    bijou64::decode_iter(bytes).for_each(|item| by_fold.push(item));
+    let mut by_next = Vec::new();
+    for item in bijou64::decode_iter(bytes) {
+        by_next.push(item);
+    }
+    (by_fold, by_next)
+}
+
+/// A pseudo-random value of `tier`, stepping the LCG `state`.
+fn value_in_tier(tier: usize, state: &mut u64) -> u64 {
+    let high = last_of_tier(tier);
+    *state = state
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    OFFSETS[tier] + *state % (high - OFFSETS[tier]).saturating_add(1).max(1)
 }
