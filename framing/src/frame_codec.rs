@@ -269,6 +269,16 @@ impl<P: LengthPrefix> FrameCodec<P> {
         }
     }
 
+    /// An announced payload length as a `usize`, if it is at most the
+    /// maximum (checked as a `u64`, before anything is allocated).
+    #[inline(always)]
+    fn admissible(&self, len: u64) -> Option<usize> {
+        if len > to_u64(self.max_frame_length) {
+            return None;
+        }
+        usize::try_from(len).ok()
+    }
+
     /// Reads and consumes the prefix at the front of `src`, returning the
     /// payload length and the prefix length. `Ok(None)`: not complete yet.
     #[inline]
@@ -290,11 +300,8 @@ impl<P: LengthPrefix> FrameCodec<P> {
             }
             Err(err) => return Err(prefix_error::<P>(err)),
         };
-        // Checked as a u64, before anything is allocated or consumed.
-        if len > to_u64(self.max_frame_length) {
-            return Err(self.too_large(len));
-        }
-        let len = usize::try_from(len).map_err(|_| self.too_large(len))?;
+        // Checked before anything is allocated or consumed.
+        let len = self.admissible(len).ok_or_else(|| self.too_large(len))?;
         // `decode` just read `prefix_len` bytes from `src`; `min` is a no-op.
         src.advance(prefix_len.min(src.len()));
         Ok(Some((len, prefix_len)))
@@ -330,10 +337,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
             return None;
         }
         let (len, prefix_len) = P::decode(src).ok()?;
-        if len == 0 || len > to_u64(self.max_frame_length) {
-            return None;
-        }
-        let len = usize::try_from(len).ok()?;
+        let len = self.admissible(len).filter(|&len| len > 0)?;
         if src.len().saturating_sub(prefix_len) < len {
             return None;
         }
