@@ -35,6 +35,9 @@
 )]
 
 extern crate alloc;
+// Unit tests count per thread what a decoder did (`std::thread_local!`).
+#[cfg(test)]
+extern crate std;
 
 pub mod bijou64;
 pub mod buf_ext;

@@ -31,7 +31,7 @@
 //! ends the run of the cycle decoder, so a guess of the period costs time
 //! but never a wrong value.
 
-use super::{len_from_first_byte, DecodeError, FIRST_MULTI_BYTE_TAG, OFFSETS};
+use super::{len_from_first_byte, tag_of_len, DecodeError, FIRST_MULTI_BYTE_TAG, OFFSETS};
 
 /// Bytes a group may span, so every position in it fits a `u8`.
 const GROUP_BYTES: usize = 256;
@@ -84,11 +84,7 @@ impl Cycle {
             *len = n as u8;
             pos += n;
         }
-        let period = (2..=MAX_PERIOD).find(|&period| {
-            lens.iter()
-                .zip(lens.get(period..).unwrap_or_default())
-                .all(|(a, b)| a == b)
-        })?;
+        let period = shortest_period(&lens, MAX_PERIOD)?;
         let cycle = lens.get(..period)?;
         let cycle_bytes: usize = cycle.iter().map(|&len| usize::from(len)).sum();
         let cycles = (GROUP_BYTES / cycle_bytes).min(GROUP_VALUES / period);
@@ -120,7 +116,7 @@ impl Cycle {
             *schedule.offset.get_mut(value)? = OFFSETS[tier];
             let (low, span) = match tier {
                 0 => (0, FIRST_MULTI_BYTE_TAG - 1),
-                _ => (FIRST_MULTI_BYTE_TAG - 1 + tier as u8, 0),
+                _ => (tag_of_len(usize::from(len)), 0),
             };
             *schedule.low.get_mut(usize::from(tag_at))? = low;
             *schedule.span.get_mut(usize::from(tag_at))? = span;
@@ -207,6 +203,16 @@ impl Cycle {
     }
 }
 
+/// The shortest period of 2 to `max_period` with which `lens` repeats
+/// (`lens[i] == lens[i + period]` throughout), if any.
+pub(super) fn shortest_period<T: PartialEq>(lens: &[T], max_period: usize) -> Option<usize> {
+    (2..=max_period).find(|&period| {
+        lens.iter()
+            .zip(lens.get(period..).unwrap_or_default())
+            .all(|(a, b)| a == b)
+    })
+}
+
 /// Looks for a cycle at `*pos` ([`Cycle::find`]) and decodes with it
 /// ([`Cycle::values`]): `Ok` with the values decoded when one was found
 /// (even if no group could be decoded), `Err` with `acc` untouched when
@@ -222,10 +228,18 @@ pub(super) fn cycle_values<B, F>(
 where
     F: FnMut(B, Result<u64, DecodeError>) -> B,
 {
+    #[cfg(test)]
+    SEARCHES.with(|searches| searches.set(searches.get() + 1));
     match Cycle::find(buf, *pos) {
         Some(cycle) => Ok(cycle.values(buf, pos, acc, f)),
         None => Err(acc),
     }
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Searches for a cycle run by this thread, for the tests of their bound.
+    pub(super) static SEARCHES: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
 
 /// The 8 bytes at `at`, big-endian. Always in bounds: `at <= 255` and the

@@ -11,8 +11,10 @@
 //!
 //! How the iterator picks a decoder is documented on [`DecodeIter`].
 
-use super::decode_cycle::cycle_values;
-use super::{decode, finish_decode, DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
+use super::decode_cycle::{cycle_values, shortest_period};
+use super::{
+    decode, finish_decode, tag_of_len, DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS,
+};
 
 /// Decodes concatenated values from `buf`, front to back.
 ///
@@ -69,8 +71,8 @@ pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
 /// first. After a cycle ends, the next patterned block uses the `match`
 /// before the iterator searches again; after a search that finds none, or
 /// a cycle that held for less than a block, the next 8 do. Input that keeps
-/// almost repeating so costs at most one search (64 tags read) per 9
-/// blocks. `next` (external iteration, and `collect` into a
+/// almost repeating so costs at most one search (64 tags read) per 8
+/// blocks, and one per 2 blocks while each cycle holds for a block. `next` (external iteration, and `collect` into a
 /// `Result`, which stops at the first error) uses the branch-free decoder
 /// and the `match` only. The README's shootout has the figures.
 #[derive(Debug, Clone)]
@@ -140,19 +142,12 @@ impl Shape {
             (true, _, _) => Self::Outlier,
             // Lengths that alternate with a short period are a pattern the
             // cycle decoder takes.
-            _ if changes * 2 > DecodeIter::SAMPLE && !repeats_within(&lens, 4) => Self::Changing,
+            _ if changes * 2 > DecodeIter::SAMPLE && shortest_period(&lens, 4).is_none() => {
+                Self::Changing
+            }
             _ => Self::Patterned,
         }
     }
-}
-
-/// Whether `lens` repeats with a period of 2 to `max_period`.
-fn repeats_within(lens: &[usize; DecodeIter::SAMPLE as usize], max_period: usize) -> bool {
-    (2..=max_period).any(|period| {
-        lens.iter()
-            .zip(lens.get(period..).unwrap_or_default())
-            .all(|(a, b)| a == b)
-    })
 }
 
 /// Decodes the value at `pos` when at least [`MAX_LEN`] bytes remain.
@@ -285,7 +280,7 @@ fn run<const LEN: usize, B, F>(buf: &[u8], pos: &mut usize, mut acc: B, f: &mut 
 where
     F: FnMut(B, Result<u64, DecodeError>) -> B,
 {
-    let tag = FIRST_MULTI_BYTE_TAG - 2 + LEN as u8;
+    let tag = tag_of_len(LEN);
     // A group: RUN_UNROLL values, the last with a full 9-byte window.
     let group = (RUN_UNROLL - 1) * LEN + MAX_LEN;
     let mut p = *pos;
@@ -403,35 +398,29 @@ impl Iterator for DecodeIter<'_> {
         // cycle again: one after a cycle ends, `CYCLE_RETRY` after a
         // search found none or a cycle shorter than a block.
         let mut cycle_wait = 0u32;
-        // One loop per block decoder, so neither tests the choice per value.
-        macro_rules! block {
+        // One value with `step`: on to the next, or out of the blocks near
+        // the end, or the fold is over at an overflow.
+        macro_rules! value {
             ($branch_free:expr, $done:lifetime) => {
-                for _ in 0..Self::BLOCK {
-                    match step(buf, pos, $branch_free) {
-                        Step::Value(value, used) => {
-                            pos += used;
-                            acc = f(acc, Ok(value));
-                        }
-                        Step::NearEnd => break $done,
-                        Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
+                match step(buf, pos, $branch_free) {
+                    Step::Value(value, used) => {
+                        pos += used;
+                        acc = f(acc, Ok(value));
                     }
+                    Step::NearEnd => break $done,
+                    Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
                 }
             };
         }
-        // The branching block in line, two values per iteration: the loop's
-        // own overhead is a good part of a branching step.
-        macro_rules! branching_block {
-            ($done:lifetime) => {
-                for _ in 0..Self::BLOCK / 2 {
-                    for _ in 0..2 {
-                        match step(buf, pos, false) {
-                            Step::Value(value, used) => {
-                                pos += used;
-                                acc = f(acc, Ok(value));
-                            }
-                            Step::NearEnd => break $done,
-                            Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
-                        }
+        // A block of values, `$unroll` per iteration. One loop per block
+        // decoder, so neither tests the choice per value; the branching one
+        // in line, two values per iteration (the loop's own overhead is a
+        // good part of a branching step).
+        macro_rules! block {
+            ($branch_free:expr, $unroll:literal, $done:lifetime) => {
+                for _ in 0..Self::BLOCK / $unroll {
+                    for _ in 0..$unroll {
+                        value!($branch_free, $done);
                     }
                 }
             };
@@ -456,15 +445,8 @@ impl Iterator for DecodeIter<'_> {
                 Shape::Run(7) => run!(7),
                 Shape::Run(8) => run!(8),
                 Shape::Run(_) => run!(9),
-                Shape::Outlier => match step(buf, pos, false) {
-                    Step::Value(value, used) => {
-                        pos += used;
-                        acc = f(acc, Ok(value));
-                    }
-                    Step::NearEnd => break 'blocks,
-                    Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
-                },
-                Shape::Changing => block!(true, 'blocks),
+                Shape::Outlier => value!(false, 'blocks),
+                Shape::Changing => block!(true, 1, 'blocks),
                 Shape::Patterned => {
                     let found = match cycle_wait {
                         0 => cycle_values(buf, &mut pos, acc, &mut f),
@@ -475,15 +457,16 @@ impl Iterator for DecodeIter<'_> {
                             acc = folded;
                             // A cycle that ran for less than a block did not
                             // pay for its search: wait as after a miss.
-                            cycle_wait = match decoded >= Self::BLOCK as usize {
-                                true => 1,
-                                false => Self::CYCLE_RETRY,
+                            cycle_wait = if decoded >= Self::BLOCK as usize {
+                                1
+                            } else {
+                                Self::CYCLE_RETRY
                             };
                         }
                         Err(folded) => {
                             acc = folded;
                             cycle_wait = cycle_wait.checked_sub(1).unwrap_or(Self::CYCLE_RETRY);
-                            branching_block!('blocks);
+                            block!(false, 2, 'blocks);
                         }
                     }
                 }
@@ -491,7 +474,7 @@ impl Iterator for DecodeIter<'_> {
             if pos == start {
                 // A run that could not start (the end is near): the
                 // branching block finishes the stream.
-                block!(false, 'blocks);
+                block!(false, 1, 'blocks);
             }
         }
         self.pos = pos;
@@ -730,6 +713,59 @@ mod tests {
             assert_eq!(expected.len(), at + 1);
             assert_eq!(collect_fold(&bytes), expected, "value {at}");
             assert_eq!(collect_next(&bytes), expected, "value {at}");
+        }
+    }
+
+    /// What input that keeps almost repeating can make `fold` do: at most
+    /// one search for a cycle per 8 blocks when searches never pay (no
+    /// cycle, or one that breaks within a block), and at most one per 2
+    /// blocks when cycles hold for a block each.
+    #[test]
+    fn searches_for_a_cycle_are_bounded() {
+        use super::super::decode_cycle::SEARCHES;
+        let boundary: Vec<usize> = (0..=8).flat_map(|tier| [tier, tier]).collect();
+        let broken_every = |every: usize, n: usize| -> Vec<u64> {
+            (0..n)
+                .map(|i| {
+                    let tier = boundary[i % boundary.len()];
+                    let tier = if i % every == every - 1 {
+                        (tier + 4) % 9
+                    } else {
+                        tier
+                    };
+                    value(tier, i as u64)
+                })
+                .collect()
+        };
+        // Random tiers, each twice: patterned, never periodic.
+        let mut state = 7u64;
+        let pairs: Vec<u64> = (0..21_000u64)
+            .map(|i| {
+                if i % 2 == 0 {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                }
+                value((state >> 33) as usize % 9, i)
+            })
+            .collect();
+        let block = DecodeIter::BLOCK as usize;
+        let never_pay = 8 * block;
+        for (values, per_search) in [
+            (broken_every(70, 21_000), never_pay),
+            (pairs, never_pay),
+            (broken_every(300, 21_000), 2 * block),
+        ] {
+            let bytes = encode_all(&values);
+            SEARCHES.with(|searches| searches.set(0));
+            assert_eq!(collect_fold(&bytes), reference_decode(&bytes));
+            let searches = SEARCHES.with(core::cell::Cell::get);
+            assert!(searches > 0, "the stream never reached a search");
+            assert!(
+                searches <= values.len() / per_search + 1,
+                "{searches} searches over {} values",
+                values.len()
+            );
         }
     }
 

@@ -14,7 +14,7 @@
 //!
 //! How it picks an encoder is documented on [`encode_slice`].
 
-use super::{encode_array, encoded_len, put_window, tier, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
+use super::{encode_array, encoded_len, put_window, tag_of_len, tier, MAX_LEN, OFFSETS};
 use crate::BufferTooSmall;
 
 /// Values whose tiers are sampled to choose an encoder.
@@ -165,7 +165,7 @@ fn one_byte_values(values: &[u64], out: &mut [u8], cursor: &mut Cursor) {
 fn put_run_window<const LEN: usize>(value: u64, dst: &mut [u8; MAX_LEN]) {
     let payload = value.wrapping_sub(OFFSETS[LEN - 1]) << (8 * (MAX_LEN - LEN));
     let [a, b, c, d, e, f, g, h] = payload.to_be_bytes();
-    *dst = [FIRST_MULTI_BYTE_TAG - 2 + LEN as u8, a, b, c, d, e, f, g, h];
+    *dst = [tag_of_len(LEN), a, b, c, d, e, f, g, h];
 }
 
 /// Whether `value` is of the tier whose encodings are `LEN` bytes long.

@@ -181,6 +181,12 @@ pub const fn len_from_first_byte(first: u8) -> usize {
     first.saturating_sub(FIRST_MULTI_BYTE_TAG - 1) as usize + 1
 }
 
+/// The tag of every encoding `len` (2..=9) bytes long: `0xF6 + len`.
+#[inline(always)]
+const fn tag_of_len(len: usize) -> u8 {
+    FIRST_MULTI_BYTE_TAG - 2 + len as u8
+}
+
 /// Encodes `value` into a 9-byte scratch array; the encoding is the first
 /// `len` bytes, where `len` is the second element. Bytes past `len` are
 /// unspecified. This is the building block of every other encoder here.
