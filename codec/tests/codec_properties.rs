@@ -156,14 +156,8 @@ proptest! {
         prop_assert_eq!(&out[..vec.len()], &vec[..]);
 
         let mut bytes = vec;
-        for (index, byte) in flips {
-            let i = index.index(bytes.len());
-            bytes[i] = byte;
-        }
-        let reference = decode_one_at_a_time(&bytes);
-        let (by_fold, by_next) = decode_by_fold_and_by_next(&bytes);
-        prop_assert_eq!(&by_fold, &reference);
-        prop_assert_eq!(&by_next, &reference);
+        set_bytes(&mut bytes, &flips);
+        fold_and_next_agree_with_decode(&bytes)?;
     }
 
     /// Streams whose lengths follow a cycle of 2 to 33 tiers (the cycle
@@ -195,14 +189,8 @@ proptest! {
                 bijou64::encode_to_vec(v, &mut bytes);
             }
         }
-        for (index, byte) in flips {
-            let i = index.index(bytes.len());
-            bytes[i] = byte;
-        }
-        let reference = decode_one_at_a_time(&bytes);
-        let (by_fold, by_next) = decode_by_fold_and_by_next(&bytes);
-        prop_assert_eq!(&by_fold, &reference);
-        prop_assert_eq!(&by_next, &reference);
+        set_bytes(&mut bytes, &flips);
+        fold_and_next_agree_with_decode(&bytes)?;
     }
 
     #[test]
@@ -344,16 +332,20 @@ fn decode_one_at_a_time(mut rest: &[u8]) -> Decoded {
     out
 }
 
-/// The stream decoded by the iterator's `fold` (through `for_each`) and by
-/// `next`, one call at a time (adapters such as `collect` would fold).
-fn decode_by_fold_and_by_next(bytes: &[u8]) -> (Decoded, Decoded) {
+/// The iterator's `fold` (through `for_each`) and its `next`, one call at
+/// a time (adapters such as `collect` would fold), decode `bytes` as the
+/// single-value decoder does.
+fn fold_and_next_agree_with_decode(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let reference = decode_one_at_a_time(bytes);
     let mut by_fold = Vec::new();
     bijou64::decode_iter(bytes).for_each(|item| by_fold.push(item));
     let mut by_next = Vec::new();
     for item in bijou64::decode_iter(bytes) {
         by_next.push(item);
     }
-    (by_fold, by_next)
+    prop_assert_eq!(&by_fold, &reference);
+    prop_assert_eq!(&by_next, &reference);
+    Ok(())
 }
 
 /// A pseudo-random value of `tier`, stepping the LCG `state`.
@@ -363,4 +355,12 @@ fn value_in_tier(tier: usize, state: &mut u64) -> u64 {
         .wrapping_mul(6_364_136_223_846_793_005)
         .wrapping_add(1_442_695_040_888_963_407);
     OFFSETS[tier] + *state % (high - OFFSETS[tier]).saturating_add(1).max(1)
+}
+
+/// Sets each chosen byte of `bytes` to its new value.
+fn set_bytes(bytes: &mut [u8], changes: &[(prop::sample::Index, u8)]) {
+    for (index, byte) in changes {
+        let i = index.index(bytes.len());
+        bytes[i] = *byte;
+    }
 }
