@@ -22,15 +22,15 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bijou_frame::framing::connection::{ConnectionReceiver, ConnectionSender};
-use bijou_frame::framing::handshake::{HandshakeConfig, Initiator, Responder};
-use bijou_frame::framing::message::{
+use bijou_frame::net::connection::{ConnectionReceiver, ConnectionSender};
+use bijou_frame::net::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix};
-use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::framing::Connection;
+use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix};
+use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::Connection;
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;

@@ -21,9 +21,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use bijou_frame::codec::Wire;
-use bijou_frame::framing::ephemeral::{EphemeralConfig, EphemeralSession};
-use bijou_frame::framing::handshake::Clock;
-use bijou_frame::framing::message::{
+use bijou_frame::net::ephemeral::{EphemeralConfig, EphemeralSession};
+use bijou_frame::net::message::{
     EphemeralMessage, EphemeralPayload, Message, SignedEphemeral, Topic, Topics,
 };
 use bytes::Bytes;
@@ -76,9 +75,7 @@ fn theirs(bytes: &[u8]) -> bool {
 fn receive(c: &mut Criterion) {
     let key = SigningKey::from_bytes(&[7; 32]);
     let topic = Topic::new([3; 32]);
-    let mut config = EphemeralConfig::default();
-    config.clock = Clock::fixed(NOW);
-    let mut session = EphemeralSession::new(config);
+    let mut session = EphemeralSession::new(EphemeralConfig::default());
     session.subscribe(&Topics::one(topic));
 
     let mut group = c.benchmark_group("ephemeral");

@@ -32,11 +32,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_frame::framing::message::{
+use bijou_frame::net::message::{
     BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::framing::MessageCodec;
+use bijou_frame::net::MessageCodec;
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{Blob, Signed};
 use bytes::{Bytes, BytesMut};

@@ -36,15 +36,15 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bijou_frame::framing::connection::{ConnectionReceiver, Rejected};
-use bijou_frame::framing::handshake::{HandshakeConfig, HandshakeError, Responder};
-use bijou_frame::framing::message::{
+use bijou_frame::net::connection::{ConnectionReceiver, Rejected};
+use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::framing::Connection;
+use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::Connection;
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
@@ -495,7 +495,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, AnyError> {
             let framed = FramedTransport::new(io, P::default());
             let conn = Connection::connect(framed, &key, job.audience, &config)
                 .await
-                .map_err(|e: HandshakeError| format!("handshake failed: {e}"))?;
+                .map_err(|e: bijou_frame::net::ConnectError| format!("handshake failed: {e}"))?;
             session(job, key, conn, t0.elapsed(), capture).await
         }
         TransportArg::Ws => {
@@ -503,7 +503,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, AnyError> {
             let ws = websocket::client(io, url.as_str()).await?;
             let conn = Connection::connect(ws, &key, job.audience, &config)
                 .await
-                .map_err(|e: HandshakeError| format!("handshake failed: {e}"))?;
+                .map_err(|e: bijou_frame::net::ConnectError| format!("handshake failed: {e}"))?;
             session(job, key, conn, t0.elapsed(), capture).await
         }
     }

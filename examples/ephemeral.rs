@@ -19,11 +19,11 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use bijou_frame::framing::handshake::{HandshakeConfig, Responder};
-use bijou_frame::framing::message::{Audience, Topic, Topics};
-use bijou_frame::framing::prefix::Bijou64;
-use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::framing::{Connection, Delivered};
+use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::message::{Audience, Topic, Topics};
+use bijou_frame::net::prefix::Bijou64;
+use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::{Connection, Delivered};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
 use clap::{Parser, ValueEnum};
 use tokio::net::{TcpListener, TcpStream};

@@ -27,11 +27,11 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bijou_frame::framing::message::{
+use bijou_frame::net::message::{
     Audience, BlobMessage, EphemeralMessage, HandshakeMessage, Message, Scoped, SyncMessage,
     SyncResult,
 };
-use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixError, U32Be};
+use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix, PrefixError, U32Be};
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{HasBlobMeta, Payload};
 use bytes::Bytes;
@@ -460,10 +460,10 @@ fn sync(s: &SyncMessage, out: &mut impl Write) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bijou_frame::framing::message::{
+    use bijou_frame::net::message::{
         Challenge, CommitId, LooseCommit, RemoteHeads, SedimentreeId, SignedItem,
     };
-    use bijou_frame::framing::FrameCodec;
+    use bijou_frame::net::FrameCodec;
     use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
     use bytes::BytesMut;
     use tokio_util::codec::Encoder;

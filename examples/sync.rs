@@ -66,21 +66,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bijou_frame::framing::connection::{Delivered, RejectedItem, VerifiedMessage};
-use bijou_frame::framing::handshake::{HandshakeConfig, Responder};
-use bijou_frame::framing::message::{
+use bijou_frame::net::connection::{Delivered, RejectedItem, VerifiedMessage};
+use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, Fingerprint,
     FingerprintSeed, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncDiff, SyncMessage, SyncResult, VerifiedItem,
 };
-use bijou_frame::framing::prefix::Bijou64;
-use bijou_frame::framing::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::framing::{Connection, DEFAULT_MAX_FRAME_LENGTH};
+use bijou_frame::net::prefix::Bijou64;
+use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::{Connection, DEFAULT_MAX_FRAME_LENGTH};
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
-use futures::SinkExt;
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};

@@ -5,7 +5,15 @@
 //!
 //! - [`codec`]: bijou64 and canonical LEB128 varints, zero-copy `Reader`/`Writer`;
 //! - [`signing`]: signed, content-addressed payloads;
-//! - [`framing`]: tokio-util length-prefixed framing and Subduction messages.
+//! - [`framing`]: tokio-util length-prefixed framing (`FrameCodec`, three prefixes);
+//! - [`proto`]: the Subduction wire types and the sans-IO protocol state
+//!   machines (handshake, session, replay cache, verification budget,
+//!   ephemeral session); no runtime;
+//! - [`net`]: the async shell: transports, handshake drivers, `Connection`.
+//!
+//! ```text
+//!   codec <- signing <- framing <- proto <- net <- bijou-frame
+//! ```
 //!
 //! ```
 //! use bijou_frame::codec::bijou64;
@@ -16,6 +24,8 @@
 
 pub use bijou_codec as codec;
 pub use bijou_framing as framing;
+pub use bijou_net as net;
+pub use bijou_proto as proto;
 pub use bijou_signing as signing;
 
 /// The traits most code needs in scope: [`Wire`](prelude::Wire) (encode,
@@ -24,7 +34,7 @@ pub use bijou_signing as signing;
 ///
 /// ```
 /// use bijou_frame::prelude::*;
-/// use bijou_frame::framing::message::{DataRequestRejected, Message, SedimentreeId, SyncMessage};
+/// use bijou_frame::proto::message::{DataRequestRejected, Message, SedimentreeId, SyncMessage};
 ///
 /// let msg = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
 /// assert_eq!(Message::decode(msg.encode()?)?, msg);

@@ -6,17 +6,18 @@
 
 mod echo_support;
 
+use bijou_frame::net::ConnectError;
 use bijou_frame::prelude::Wire;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bijou_frame::framing::connection::Rejected;
-use bijou_frame::framing::handshake::{HandshakeConfig, HandshakeError};
-use bijou_frame::framing::message::{
+use bijou_frame::net::connection::Rejected;
+use bijou_frame::net::handshake::{HandshakeConfig, HandshakeError};
+use bijou_frame::net::message::{
     Audience, HandshakeMessage, Message, RejectionReason, SedimentreeId, VerifyItemError,
 };
-use bijou_frame::framing::transport::FramedTransport;
-use bijou_frame::framing::{prefix::Bijou64, Connection, FrameCodec};
+use bijou_frame::net::transport::FramedTransport;
+use bijou_frame::net::{prefix::Bijou64, Connection, FrameCodec};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, BlobMismatch, Identity, VerifyError};
 use bytes::{Bytes, BytesMut};
 use echo_support::{commit, connect, frame, send_and_check, start_server, Event, Tee};
@@ -142,10 +143,10 @@ async fn run() {
             .expect("event in time")
             .expect("server alive");
         match event {
-            Event::HandshakeFailed(HandshakeError::Refused {
+            Event::HandshakeFailed(ConnectError::Handshake(HandshakeError::Refused {
                 reason: RejectionReason::ReplayedNonce,
                 signature: None,
-            }) => replay_refused += 1,
+            })) => replay_refused += 1,
             Event::Rejected(peer, Rejected::Verify(VerifyItemError::Signature(e))) => {
                 assert_eq!(peer, evil_key.peer_id());
                 assert_eq!(

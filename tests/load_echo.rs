@@ -7,7 +7,7 @@ mod echo_support;
 
 use std::time::{Duration, Instant};
 
-use bijou_frame::framing::message::SedimentreeId;
+use bijou_frame::net::message::SedimentreeId;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
 use bytes::Bytes;
 use echo_support::{commit, connect, frame, send_and_check, start_server, Event};

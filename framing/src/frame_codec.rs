@@ -83,7 +83,7 @@
 //! reallocations, which copy `O(n)` bytes in total. After each call at least
 //! `min(m, 64 KiB)` bytes of spare capacity are left, so a reader that
 //! fills the spare capacity (tokio-util's `FramedRead`,
-//! [`FramedTransport`](crate::transport::FramedTransport)) never has to grow
+//! `FramedTransport` (in `bijou-net`)) never has to grow
 //! the buffer itself while a frame is pending; a caller that appends more
 //! than that (`extend_from_slice`) lets `BytesMut` grow it by its own rules.
 //!
@@ -461,7 +461,7 @@ impl<P: LengthPrefix> Decoder for FrameCodec<P> {
 impl<P: LengthPrefix> FrameCodec<P> {
     /// Writes the length prefix of a `len`-byte frame to `dst` and reserves
     /// room for the payload, which the caller then writes in place (as
-    /// [`MessageCodec`](crate::MessageCodec) does: no intermediate buffer).
+    /// `MessageCodec` (in `bijou-net`) does: no intermediate buffer).
     ///
     /// ```
     /// use bijou_framing::FrameCodec;

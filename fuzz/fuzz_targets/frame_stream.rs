@@ -14,15 +14,15 @@
 //! re-encode to their frames.
 #![no_main]
 
-#[path = "../../framing/tests/fuzz_support/checks.rs"]
+#[path = "../../net/tests/fuzz_support/checks.rs"]
 mod checks;
 
-use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use libfuzzer_sys::fuzz_target;
 
 fn feed<P: LengthPrefix>(stream: &[u8], control: u8) {
     let max = if control & 0b100 == 0 {
-        bijou_framing::DEFAULT_MAX_FRAME_LENGTH
+        bijou_net::DEFAULT_MAX_FRAME_LENGTH
     } else {
         256
     };

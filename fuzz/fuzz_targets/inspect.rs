@@ -9,7 +9,7 @@
 //! inspector's verdict and summary line.
 #![no_main]
 
-#[path = "../../framing/tests/fuzz_support/checks.rs"]
+#[path = "../../net/tests/fuzz_support/checks.rs"]
 mod checks;
 
 mod inspector {
@@ -31,7 +31,7 @@ mod inspector {
     }
 }
 
-use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use libfuzzer_sys::fuzz_target;
 
 fn both<P: LengthPrefix>(data: &[u8]) {

@@ -4,7 +4,7 @@
 //! verification must not panic.
 #![no_main]
 
-#[path = "../../framing/tests/fuzz_support/checks.rs"]
+#[path = "../../net/tests/fuzz_support/checks.rs"]
 mod checks;
 
 use libfuzzer_sys::fuzz_target;

@@ -3,7 +3,7 @@
 //! `Signed<Challenge>` or `Signed<Response>`, which must agree.
 #![no_main]
 
-#[path = "../../framing/tests/fuzz_support/checks.rs"]
+#[path = "../../net/tests/fuzz_support/checks.rs"]
 mod checks;
 
 use libfuzzer_sys::fuzz_target;

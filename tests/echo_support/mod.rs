@@ -5,18 +5,19 @@
 
 #![allow(dead_code)]
 
-use bijou_frame::framing::transport::FramedTransport;
+use bijou_frame::net::transport::FramedTransport;
+use bijou_frame::net::ConnectError;
 use bijou_frame::prelude::Wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bijou_frame::framing::connection::Rejected;
-use bijou_frame::framing::handshake::{HandshakeConfig, HandshakeError, Responder};
-use bijou_frame::framing::message::{
+use bijou_frame::net::connection::Rejected;
+use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::framing::{prefix::Bijou64, Connection};
+use bijou_frame::net::{prefix::Bijou64, Connection};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use tokio::net::{TcpListener, TcpStream};
@@ -26,7 +27,7 @@ use tokio::sync::mpsc;
 #[derive(Debug)]
 pub enum Event {
     /// A handshake failed (or was refused).
-    HandshakeFailed(HandshakeError),
+    HandshakeFailed(ConnectError),
     /// A frame from `peer` was rejected; the connection continued.
     Rejected(PeerId, Rejected),
     /// A connection ended after echoing `echoed` frames.

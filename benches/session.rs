@@ -1,0 +1,368 @@
+//! What a peer's large batch response costs the receiver, and whether it
+//! can stall other connections: the issue-20 figures.
+//!
+//! - `session/poll`: receiving one 8,192-commit `BatchSyncResponse` through
+//!   a `Connection`, polled by hand: the longest single poll (`max_poll`,
+//!   the poll that decodes the frame excluded) and the decoding poll
+//!   (`decode_poll`). Reported as criterion's time per iteration, which
+//!   here *is* the longest poll (an `iter_custom` measurement).
+//! - `session/verify`: the same message from first byte to last item
+//!   delivered (`connection`) against sequential `verify_strict` of the same
+//!   items plus their blob checks (`verify_strict`), in the same run.
+//! - `session/flood`: an honest peer's round trip (median and p99 of 200,
+//!   as `rtt_p50`/`rtt_p99`) on a 2-worker runtime while 4 authenticated
+//!   peers send 2,048-commit batch responses as fast as their verify budget
+//!   lets them, over loopback TCP.
+//! - `session/aggregate`: verified commits per second across 8 connections
+//!   on a 2-worker runtime (`connections`), against `verify_strict` on one
+//!   thread (`single_core_strict`): time per commit.
+//!
+//! ```text
+//! cargo bench -p bijou-frame-benches --bench session
+//! ```
+
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use bijou_frame::net::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_frame::net::message::{
+    Audience, BatchSyncResponse, CommitId, HeadsUpdate, LooseCommit, Message, RemoteHeads,
+    SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
+};
+use bijou_frame::net::prefix::Bijou64;
+use bijou_frame::net::transport::{FramedTransport, LengthChecked};
+use bijou_frame::net::{Connection, VerifyBudget};
+use bijou_frame::prelude::Wire;
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use futures::StreamExt;
+use tokio::net::{TcpListener, TcpStream};
+
+const TREE: SedimentreeId = SedimentreeId::new([0x42; 32]);
+
+fn commit(i: u32) -> SignedItem<LooseCommit> {
+    let blob = Blob::from(i.to_be_bytes().repeat(16));
+    let mut head = [0u8; 32];
+    head[..4].copy_from_slice(&i.to_be_bytes());
+    let commit = LooseCommit::new(TREE, CommitId::new(head), [], blob.meta());
+    // Many signers, as a real response has.
+    let key = SigningKey::from_bytes(&[(i % 251) as u8 + 1; 32]);
+    SignedItem::new(Signed::seal(&key, &commit).expect("seal"), blob)
+}
+
+fn response(n: u32) -> (Bytes, Vec<SignedItem<LooseCommit>>) {
+    let commits: Vec<_> = (0..n).map(commit).collect();
+    let msg = Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
+        requestor: PeerId::from_bytes([5; 32]),
+        nonce: 1,
+        id: TREE,
+        result: SyncResult::Ok(SyncDiff::new(commits.clone(), vec![], [], [])),
+        responder_heads: RemoteHeads::default(),
+    }));
+    (msg.encode().expect("encode"), commits)
+}
+
+type Channel = LengthChecked<
+    futures::channel::mpsc::UnboundedReceiver<Result<Bytes, std::io::Error>>,
+    futures::sink::Drain<Bytes>,
+>;
+
+/// A connection whose peer is a channel: the handshake driven by hand.
+fn channel_connection(
+    budget: VerifyBudget,
+) -> (
+    Connection<Channel>,
+    futures::channel::mpsc::UnboundedSender<Result<Bytes, std::io::Error>>,
+) {
+    let (alice, bob) = (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    );
+    let now = 1_800_000_000;
+    let initiator =
+        Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16]).expect("challenge");
+    let answer =
+        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    let at_bob = answer.outcome.expect("accepted");
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    let mut conn = Connection::established(
+        LengthChecked::new(rx, futures::sink::drain()),
+        bob.peer_id(),
+        at_bob,
+    );
+    conn.set_verify_budget(budget);
+    (conn, tx)
+}
+
+/// Receives `bytes` through a fresh connection polled by hand; returns the
+/// longest poll after the first (decoding) one, and that first poll.
+fn receive_timing_polls(bytes: &Bytes) -> (Duration, Duration) {
+    let (mut conn, tx) = channel_connection(VerifyBudget::new(u32::MAX, u32::MAX));
+    tx.unbounded_send(Ok(bytes.clone())).expect("queued");
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut first = None;
+    let mut longest = Duration::ZERO;
+    loop {
+        let started = Instant::now();
+        let poll = conn.poll_next_unpin(&mut cx);
+        let took = started.elapsed();
+        if first.is_none() {
+            first = Some(took);
+        } else {
+            longest = longest.max(took);
+        }
+        match poll {
+            Poll::Ready(Some(Ok(received))) => {
+                let verified = received.result.expect("ok").into_sync().expect("sync");
+                assert_eq!(verified.items.len(), 8192);
+                break;
+            }
+            Poll::Ready(other) => panic!("{other:?}"),
+            Poll::Pending => {}
+        }
+    }
+    (longest, first.unwrap_or_default())
+}
+
+fn poll_bound(c: &mut Criterion) {
+    let (bytes, _) = response(8192);
+    let mut group = c.benchmark_group("session/poll");
+    group.sample_size(10);
+    group.bench_function("max_poll/8192", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| receive_timing_polls(&bytes).0).sum())
+    });
+    group.bench_function("decode_poll/8192", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| receive_timing_polls(&bytes).1).sum())
+    });
+    group.finish();
+}
+
+fn verify_throughput(c: &mut Criterion) {
+    let (bytes, commits) = response(8192);
+    let mut group = c.benchmark_group("session/verify");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(8192));
+    group.bench_function("connection/8192", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (mut conn, tx) = channel_connection(VerifyBudget::new(u32::MAX, u32::MAX));
+                let started = Instant::now();
+                tx.unbounded_send(Ok(bytes.clone())).expect("queued");
+                let received = futures::executor::block_on(conn.next())
+                    .expect("one")
+                    .expect("ok");
+                total += started.elapsed();
+                let verified = received.result.expect("ok").into_sync().expect("sync");
+                assert_eq!(verified.items.len(), 8192);
+            }
+            total
+        })
+    });
+    group.bench_function("verify_strict/8192", |b| {
+        b.iter(|| {
+            for item in &commits {
+                let verified = item.signed().verify_strict().expect("valid");
+                verified.verify_blob(item.blob().clone()).expect("blob");
+            }
+        })
+    });
+    group.finish();
+}
+
+/// One flooding or honest client against the server.
+async fn client(
+    addr: std::net::SocketAddr,
+    server: PeerId,
+    key: u8,
+) -> Connection<FramedTransport<TcpStream, Bijou64>> {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    tcp.set_nodelay(true).expect("nodelay");
+    Connection::connect(
+        FramedTransport::new(tcp, Bijou64),
+        &SigningKey::from_bytes(&[key; 32]),
+        Audience::Known(server),
+        &HandshakeConfig::default(),
+    )
+    .await
+    .expect("handshake")
+}
+
+/// A server on a 2-worker runtime: every connection's messages are
+/// received (verified); those of `honest` are echoed back.
+async fn serve(listener: TcpListener, server_key: Arc<SigningKey>, honest: PeerId) {
+    let responder = Responder::new(HandshakeConfig::default());
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            return;
+        };
+        let _ = tcp.set_nodelay(true);
+        let (key, responder) = (server_key.clone(), responder.clone());
+        tokio::spawn(async move {
+            let Ok(mut conn) =
+                Connection::accept(FramedTransport::new(tcp, Bijou64), &*key, &responder).await
+            else {
+                return;
+            };
+            let echo = conn.remote_peer() == honest;
+            while let Ok(Some(received)) = conn.recv().await {
+                if echo && conn.send_bytes(received.bytes).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// The honest peer's round trips (sorted) while `flooders` peers send
+/// `flood` as fast as they can.
+fn flood_rtts(flood: &Bytes, flooders: u8, rounds: usize) -> Vec<Duration> {
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let server_key = Arc::new(SigningKey::from_bytes(&[0xB0; 32]));
+    let server_id = server_key.peer_id();
+    let honest_key = 0xC0;
+    let honest_id = SigningKey::from_bytes(&[honest_key; 32]).peer_id();
+    let listener = server_rt
+        .block_on(TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    server_rt.spawn(serve(listener, server_key, honest_id));
+    // The clients run on a runtime of their own (one thread), so the
+    // server's two workers do nothing but serve.
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rtts = client_rt.block_on(async {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut floods = Vec::new();
+        for f in 0..flooders {
+            let mut conn = client(addr, server_id, 0x10 + f).await;
+            let (flood, stop) = (flood.clone(), stop.clone());
+            floods.push(tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if conn.send_bytes(flood.clone()).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        // Let the floods fill the server's budgets and queues.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut honest = client(addr, server_id, honest_key).await;
+        let ping = Message::Sync(SyncMessage::HeadsUpdate(HeadsUpdate {
+            id: TREE,
+            heads: RemoteHeads::default(),
+        }));
+        let mut rtts = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let started = Instant::now();
+            honest.send(&ping).await.expect("send");
+            honest.recv().await.expect("recv").expect("echo");
+            rtts.push(started.elapsed());
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for flood in floods {
+            flood.abort();
+        }
+        rtts
+    });
+    server_rt.shutdown_timeout(Duration::from_millis(100));
+    let mut rtts = rtts;
+    rtts.sort();
+    rtts
+}
+
+fn flood(c: &mut Criterion) {
+    let (bytes, _) = response(2048);
+    let mut group = c.benchmark_group("session/flood");
+    group.sample_size(10);
+    for (name, quantile) in [("rtt_p50", 0.50), ("rtt_p99", 0.99)] {
+        group.bench_function(BenchmarkId::new(name, "4x2048"), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let rtts = flood_rtts(&bytes, 4, 200);
+                        let at = ((rtts.len() as f64 * quantile) as usize).min(rtts.len() - 1);
+                        rtts[at]
+                    })
+                    .sum()
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Verified commits across `connections` channel connections on a
+/// 2-worker runtime, each receiving `per_connection` copies of `bytes`.
+fn aggregate_run(bytes: &Bytes, connections: usize, per_connection: usize) -> Duration {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let started = Instant::now();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for _ in 0..connections {
+            let (mut conn, tx) = channel_connection(VerifyBudget::new(u32::MAX, u32::MAX));
+            for _ in 0..per_connection {
+                tx.unbounded_send(Ok(bytes.clone())).expect("queued");
+            }
+            drop(tx);
+            tasks.push(tokio::spawn(async move {
+                let mut items = 0;
+                while let Some(Ok(received)) = conn.next().await {
+                    items += received
+                        .result
+                        .expect("ok")
+                        .into_sync()
+                        .expect("sync")
+                        .items
+                        .len();
+                }
+                items
+            }));
+        }
+        for task in tasks {
+            task.await.expect("task");
+        }
+    });
+    started.elapsed()
+}
+
+fn aggregate(c: &mut Criterion) {
+    let (bytes, commits) = response(1024);
+    let mut group = c.benchmark_group("session/aggregate");
+    group.sample_size(10);
+    // 8 connections x 2 messages x 1,024 commits.
+    group.throughput(Throughput::Elements(8 * 2 * 1024));
+    group.bench_function("connections/8x2x1024", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| aggregate_run(&bytes, 8, 2)).sum())
+    });
+    group.bench_function("single_core_strict/8x2x1024", |b| {
+        b.iter(|| {
+            for _ in 0..16 {
+                for item in &commits {
+                    let verified = item.signed().verify_strict().expect("valid");
+                    verified.verify_blob(item.blob().clone()).expect("blob");
+                }
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    targets = poll_bound, verify_throughput, aggregate, flood
+}
+criterion_main!(benches);

@@ -1,0 +1,807 @@
+//! [`Connection`]: an authenticated peer connection: bijou-proto's sans-IO
+//! [`Session`] plus a [`Transport`] (a framed byte stream, a WebSocket).
+//!
+//! ```text
+//!   Connection::connect / accept  ── handshake (256-byte limit, timeout) ──► Connection
+//!
+//!   send(impl Into<Message>), Sink<Message>  ── Session::on_send ──► written in place ──► transport
+//!   send_bytes / feed_bytes (Bytes)          ── Session::on_send_encoded ──────────────► transport
+//!   subscribe / unsubscribe / publish        ── recorded in the session, then sent
+//!
+//!   transport ──► Session::handle_message(bytes, now)
+//!                 Session::poll_work(now)  one bounded step (<= 32 items, verify_batch), then
+//!                                          yield if this poll has run for 0.5 ms; the budget's
+//!                                          waits are a timer held here
+//!   Stream ◄── Session::poll_event()  Some(Ok(Received { bytes, result }))
+//!          ◄── Some(Err(TransportError))   the transport failed: the stream ends
+//!          ◄── None                        the peer closed
+//! ```
+//!
+//! Each received item keeps the exact message bytes, so a relay or an echo
+//! server can forward what it received byte for byte after verifying it.
+//!
+//! **Never stalls its executor.** Verification runs in steps of at most
+//! [`Session::verify_step`] items; after each step the connection checks
+//! how long this poll has run and yields (`wake_by_ref` and `Pending`) once
+//! it has run for [`YIELD_AFTER`]. No poll verifies more than one step past
+//! that, apart from the poll that decodes a large message.
+//!
+//! **Nothing is lost on cancellation.** A message being verified, and a
+//! verified one not yet handed out, live in the session, not in a future:
+//! a cancelled `next` or [`recv`](Connection::recv) loses nothing. When the
+//! peer disconnects, every message the transport had already received is
+//! still delivered before the end.
+//!
+//! **Split halves share the session.** [`Connection::split`] gives a
+//! sending and a receiving half over one shared connection, so ephemeral
+//! subscriptions made on either half (or sent as a `Subscribe` through the
+//! sink) hold for the messages the other receives.
+//!
+//! ```
+//! use bijou_net::handshake::HandshakeConfig;
+//! use bijou_net::message::*;
+//! use bijou_net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
+//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let alice = SigningKey::from_bytes(&[1; 32]);
+//! let bob = SigningKey::from_bytes(&[2; 32]);
+//! let (a, b) = tokio::io::duplex(64 * 1024);
+//! let responder = Responder::new(HandshakeConfig::default());
+//! let bob_id = bob.peer_id();
+//! let server = tokio::spawn(async move {
+//!     Connection::accept(FramedTransport::new(b, Bijou64), &bob, &responder).await
+//! });
+//! let a = FramedTransport::new(a, Bijou64);
+//! let mut client =
+//!     Connection::connect(a, &alice, Audience::Known(bob_id), &HandshakeConfig::default()).await?;
+//! let mut server = server.await??;
+//! assert_eq!(server.remote_peer(), alice.peer_id());
+//!
+//! let tree = SedimentreeId::new([9; 32]);
+//! let msg = SyncMessage::loose_commit(&alice, tree, CommitId::new([3; 32]), [], Blob::from_static(b"hello"))?;
+//! client.send(msg.clone()).await?;
+//!
+//! let received = server.recv().await?.expect("one message");
+//! let verified = received.result?.into_sync().expect("a sync message");
+//! assert_eq!(verified.message, msg);
+//! assert_eq!(verified.items.len(), 1);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
+use bijou_proto::handshake::{Authenticated, HandshakeConfig, Responder};
+use bijou_proto::message::{Audience, Message, SignedEphemeral, Topic, Topics};
+use bijou_proto::session::{Session, Work};
+use bijou_proto::time::Clock;
+use bijou_proto::VerifyBudget;
+use bijou_signing::{Identity, PeerId};
+use bytes::Bytes;
+use futures::{Sink, SinkExt, Stream, StreamExt};
+
+pub use bijou_proto::session::{
+    verify_message, Delivered, Received, Rejected, RejectedItem, VerifiedMessage,
+};
+
+use crate::handshake::{self, ConnectError};
+use crate::transport::{Transport, TransportError};
+use crate::SendError;
+
+/// How long one poll of a connection verifies before it yields.
+pub const YIELD_AFTER: Duration = Duration::from_micros(500);
+
+/// An authenticated connection over a [`Transport`]; see the
+/// [module docs](self).
+#[derive(Debug)]
+pub struct Connection<T> {
+    transport: T,
+    session: Session,
+    clock: Clock,
+    /// The budget's wait in progress.
+    wait: Option<Pin<Box<tokio::time::Sleep>>>,
+    ended: bool,
+}
+
+impl<T: Transport> Connection<T> {
+    /// Opens a connection as the initiator: runs the handshake on
+    /// `transport` with `signer`, addressed to `audience`
+    /// ([`handshake::initiate`]). The connection reads `config.clock`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped future drops the transport with it.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError`].
+    pub async fn connect<S: Identity + ?Sized>(
+        mut transport: T,
+        signer: &S,
+        audience: Audience,
+        config: &HandshakeConfig,
+    ) -> Result<Self, ConnectError> {
+        let remote = handshake::initiate(&mut transport, signer, audience, config).await?;
+        Ok(Self::established(transport, signer.peer_id(), remote).with_clock(config.clock.clone()))
+    }
+
+    /// Accepts a connection as the responder: answers the peer's challenge
+    /// on `transport` with `signer` ([`handshake::respond`]). The
+    /// connection reads the responder's clock.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped future drops the transport with it.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError`]; a refused challenge is
+    /// [`HandshakeError::Refused`](crate::handshake::HandshakeError::Refused).
+    pub async fn accept<S: Identity + ?Sized>(
+        mut transport: T,
+        signer: &S,
+        responder: &Responder,
+    ) -> Result<Self, ConnectError> {
+        let remote = handshake::respond(&mut transport, signer, responder).await?;
+        let clock = responder.config().clock.clone();
+        Ok(Self::established(transport, signer.peer_id(), remote).with_clock(clock))
+    }
+
+    /// A connection on a `transport` whose handshake already completed (for
+    /// example by driving [`Initiator`](bijou_proto::handshake::Initiator)
+    /// yourself): `local` is our peer id, `remote` the proof the handshake
+    /// gave. Raise the transport's maximum message length first. The clock
+    /// is the system's until [`Connection::with_clock`].
+    pub fn established(transport: T, local: PeerId, remote: Authenticated) -> Self {
+        Self {
+            transport,
+            session: Session::new(local, remote),
+            clock: Clock::system(),
+            wait: None,
+            ended: false,
+        }
+    }
+
+    /// Reads `clock` from now on: ephemeral stamps and ages, and the
+    /// verification budget.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Our own peer id.
+    #[must_use]
+    pub fn local_peer(&self) -> PeerId {
+        self.session.local_peer()
+    }
+
+    /// The authenticated remote peer.
+    #[must_use]
+    pub fn remote_peer(&self) -> PeerId {
+        self.session.remote_peer()
+    }
+
+    /// What the handshake established.
+    #[must_use]
+    pub fn authenticated(&self) -> &Authenticated {
+        self.session.authenticated()
+    }
+
+    /// The protocol state.
+    #[must_use]
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The transport.
+    #[must_use]
+    pub fn get_ref(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, for example to change its maximum message length.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// The transport. A message whose verification had not finished, or a
+    /// verified one not yet received, is dropped.
+    #[must_use]
+    pub fn into_inner(self) -> T {
+        self.transport
+    }
+
+    /// Receives the next message and verifies it: `Ok(None)` when the
+    /// peer closed. The same as the [`Stream`] with `Option` and `Result`
+    /// swapped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: if the future is dropped (in `select!`, under a
+    /// timeout), a message already taken off the transport is kept, and
+    /// the next call returns it.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError`]: the transport cannot continue; drop the
+    /// connection.
+    pub async fn recv(&mut self) -> Result<Option<Received>, TransportError> {
+        self.next().await.transpose()
+    }
+
+    /// Sends a message (a [`SyncMessage`](bijou_proto::SyncMessage), an
+    /// [`EphemeralMessage`](bijou_proto::message::EphemeralMessage), a
+    /// [`Message`], or a `&Message`, which is cloned), and flushes. A
+    /// Subscribe or Unsubscribe is recorded in the session.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: if the future is dropped before it completes, the
+    /// message may have been queued, partly written or not at all.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: a handshake message, too large, or the transport
+    /// failed.
+    pub async fn send(&mut self, message: impl Into<Message>) -> Result<(), SendError> {
+        SinkExt::<Message>::send(self, message.into()).await
+    }
+
+    /// Queues a message without flushing (see [`Connection::flush`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Connection::send`].
+    pub async fn feed(&mut self, message: impl Into<Message>) -> Result<(), SendError> {
+        SinkExt::<Message>::feed(self, message.into()).await
+    }
+
+    /// Sends encoded message bytes as they are (a received message,
+    /// forwarded untouched), and flushes.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: a handshake message, too large, or the transport
+    /// failed.
+    pub async fn send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        self.feed_bytes(bytes).await?;
+        self.flush().await
+    }
+
+    /// Queues encoded message bytes without flushing (see
+    /// [`Connection::flush`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Connection::send_bytes`].
+    pub async fn feed_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        futures::future::poll_fn(|cx| self.poll_ready_send(cx)).await?;
+        self.start_send_bytes(bytes)
+    }
+
+    /// Flushes queued messages.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: what was queued stays queued.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Transport`].
+    pub async fn flush(&mut self) -> Result<(), SendError> {
+        SinkExt::<Message>::flush(self).await
+    }
+
+    /// Flushes and closes the sending side; the peer's stream then ends.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: calling it again carries on.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Transport`].
+    pub async fn close(&mut self) -> Result<(), SendError> {
+        SinkExt::<Message>::close(self).await
+    }
+
+    /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
+    /// set): how many signatures this connection's peer may make us verify
+    /// per second.
+    pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
+        self.session.set_verify_budget(budget);
+    }
+
+    /// Sets the signed items verified per step (see
+    /// [`Session::set_verify_step`]).
+    pub fn set_verify_step(&mut self, items: usize) {
+        self.session.set_verify_step(items);
+    }
+
+    /// The ephemeral state: our subscriptions, the peer's, the limits.
+    #[must_use]
+    pub fn ephemeral(&self) -> &EphemeralSession {
+        self.session.ephemeral()
+    }
+
+    /// Replaces the ephemeral limits; subscriptions are kept, the
+    /// deduplication window starts empty. Call it before receiving.
+    pub fn set_ephemeral_config(&mut self, config: EphemeralConfig) {
+        self.session.set_ephemeral_config(config);
+    }
+
+    /// Subscribes to `topics`: from now on, ephemeral messages for them
+    /// are delivered, and the peer is asked to send them (a Subscribe).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: the subscription is recorded when the Subscribe is
+    /// queued; if the future is dropped before the flush completes, the
+    /// peer may not have been told. Subscribe again to be sure.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: more than 65,535 topics, or the transport failed.
+    pub async fn subscribe(&mut self, topics: Topics) -> Result<(), SendError> {
+        self.send(Message::Ephemeral(
+            bijou_proto::message::EphemeralMessage::Subscribe(topics),
+        ))
+        .await
+    }
+
+    /// Unsubscribes from `topics`: their messages are refused from now on,
+    /// and the peer is told.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::subscribe`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Connection::subscribe`].
+    pub async fn unsubscribe(&mut self, topics: Topics) -> Result<(), SendError> {
+        self.send(Message::Ephemeral(
+            bijou_proto::message::EphemeralMessage::Unsubscribe(topics),
+        ))
+        .await
+    }
+
+    /// Signs `payload` for `topic` as `signer`, stamped with the
+    /// connection's clock and a random nonce, and sends it. Returns what was
+    /// sent. Whether the peer subscribed is not checked (a relay forwards
+    /// what it is sent); see [`EphemeralSession::remote_is_subscribed`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Publish`] (too large, the signer failed), or as
+    /// [`Connection::send`].
+    pub async fn publish<S: Identity + ?Sized>(
+        &mut self,
+        signer: &S,
+        topic: Topic,
+        payload: impl Into<Bytes>,
+    ) -> Result<SignedEphemeral, SendError> {
+        let sealed = self
+            .session
+            .publish(signer, topic, payload, self.clock.now())?;
+        self.send(Message::Ephemeral(sealed.clone().into())).await?;
+        Ok(sealed)
+    }
+
+    /// Splits into a sending and a receiving half for two tasks, sharing
+    /// the connection (and so its session); [`ConnectionSender::reunite`]
+    /// puts them back together.
+    #[must_use]
+    pub fn split(self) -> (ConnectionSender<T>, ConnectionReceiver<T>) {
+        let shared = Arc::new(Mutex::new(self));
+        (
+            ConnectionSender {
+                shared: shared.clone(),
+            },
+            ConnectionReceiver { shared },
+        )
+    }
+
+    fn poll_ready_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        Pin::new(&mut self.transport)
+            .poll_ready(cx)
+            .map_err(SendError::Transport)
+    }
+
+    fn start_send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        self.session.on_send_encoded(&bytes)?;
+        Pin::new(&mut self.transport)
+            .start_send(bytes)
+            .map_err(SendError::Transport)
+    }
+
+    /// Checks `message` against the session's rules and writes it into the
+    /// transport (in place where it can).
+    fn start_send_message(&mut self, message: &Message) -> Result<(), SendError> {
+        self.session.on_send(message)?;
+        self.transport.start_send_in_place(message)
+    }
+
+    /// The receive loop; see the [module docs](self).
+    fn poll_receive(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Received, TransportError>>> {
+        let started = Instant::now();
+        loop {
+            if let Some(received) = self.session.poll_event() {
+                return Poll::Ready(Some(Ok(received)));
+            }
+            if self.session.has_work() {
+                if let Some(wait) = self.wait.as_mut() {
+                    ready!(wait.as_mut().poll(cx));
+                    self.wait = None;
+                }
+                match self.session.poll_work(self.clock.now()) {
+                    Work::Idle => continue,
+                    Work::More => {
+                        if started.elapsed() >= YIELD_AFTER {
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        continue;
+                    }
+                    Work::Wait(at) => {
+                        let at = tokio::time::Instant::from_std(at);
+                        self.wait = Some(Box::pin(tokio::time::sleep_until(at)));
+                        continue;
+                    }
+                }
+            }
+            if self.ended {
+                return Poll::Ready(None);
+            }
+            let bytes = match ready!(self.transport.poll_next_unpin(cx)) {
+                Some(Ok(bytes)) => bytes,
+                Some(Err(e)) => {
+                    self.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                None => {
+                    self.ended = true;
+                    return Poll::Ready(None);
+                }
+            };
+            // The session wants a message here: nothing is pending and no
+            // event waits (both were checked above).
+            if let Err(busy) = self.session.handle_message(bytes, self.clock.now()) {
+                debug_assert!(false, "{busy}");
+            }
+            if self.session.has_work() && started.elapsed() >= YIELD_AFTER {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+impl<T: Transport> Stream for Connection<T> {
+    type Item = Result<Received, TransportError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.get_mut().poll_receive(cx)
+    }
+}
+
+/// The sink methods both item types share: readiness, flush and close are
+/// the transport's.
+macro_rules! connection_sink {
+    ($(@$lt:lifetime)? $item:ty, |$this:ident, $msg:ident| $send:expr) => {
+        impl<$($lt,)? T: Transport> Sink<$item> for Connection<T> {
+            type Error = SendError;
+
+            fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+                self.get_mut().poll_ready_send(cx)
+            }
+
+            fn start_send(self: Pin<&mut Self>, $msg: $item) -> Result<(), SendError> {
+                let $this = self.get_mut();
+                $send
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+                Pin::new(&mut self.get_mut().transport)
+                    .poll_flush(cx)
+                    .map_err(SendError::Transport)
+            }
+
+            fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+                Pin::new(&mut self.get_mut().transport)
+                    .poll_close(cx)
+                    .map_err(SendError::Transport)
+            }
+        }
+    };
+}
+
+connection_sink!(Message, |this, msg| this.start_send_message(&msg));
+connection_sink!(@'a &'a Message, |this, msg| this.start_send_message(msg));
+
+type Shared<T> = Arc<Mutex<Connection<T>>>;
+
+/// Locks the shared connection. A poisoned lock only means another task
+/// panicked while holding it; the connection's state is consistent between
+/// statements, so carry on.
+fn lock<T>(shared: &Shared<T>) -> MutexGuard<'_, Connection<T>> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The sending half of a [`Connection`]: a [`Sink`] of [`Message`]s, plus
+/// the connection's send methods (ephemeral ones included), over the
+/// connection it shares with its [`ConnectionReceiver`].
+#[derive(Debug)]
+pub struct ConnectionSender<T> {
+    shared: Shared<T>,
+}
+
+impl<T: Transport> ConnectionSender<T> {
+    /// Our own peer id.
+    #[must_use]
+    pub fn local_peer(&self) -> PeerId {
+        lock(&self.shared).local_peer()
+    }
+
+    /// The authenticated remote peer.
+    #[must_use]
+    pub fn remote_peer(&self) -> PeerId {
+        lock(&self.shared).remote_peer()
+    }
+
+    /// Reads the ephemeral state (shared with the receiving half).
+    pub fn with_ephemeral<R>(&self, f: impl FnOnce(&EphemeralSession) -> R) -> R {
+        f(lock(&self.shared).ephemeral())
+    }
+
+    /// See [`Connection::send`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn send(&mut self, message: impl Into<Message>) -> Result<(), SendError> {
+        SinkExt::<Message>::send(self, message.into()).await
+    }
+
+    /// See [`Connection::send_bytes`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        self.feed_bytes(bytes).await?;
+        self.flush().await
+    }
+
+    /// See [`Connection::feed_bytes`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn feed_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
+        futures::future::poll_fn(|cx| lock(&self.shared).poll_ready_send(cx)).await?;
+        lock(&self.shared).start_send_bytes(bytes)
+    }
+
+    /// See [`Connection::flush`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn flush(&mut self) -> Result<(), SendError> {
+        SinkExt::<Message>::flush(self).await
+    }
+
+    /// See [`Connection::close`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn close(&mut self) -> Result<(), SendError> {
+        SinkExt::<Message>::close(self).await
+    }
+
+    /// See [`Connection::subscribe`]; recorded in the shared session.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::subscribe`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn subscribe(&mut self, topics: Topics) -> Result<(), SendError> {
+        self.send(Message::Ephemeral(
+            bijou_proto::message::EphemeralMessage::Subscribe(topics),
+        ))
+        .await
+    }
+
+    /// See [`Connection::unsubscribe`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::subscribe`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn unsubscribe(&mut self, topics: Topics) -> Result<(), SendError> {
+        self.send(Message::Ephemeral(
+            bijou_proto::message::EphemeralMessage::Unsubscribe(topics),
+        ))
+        .await
+    }
+
+    /// See [`Connection::publish`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`].
+    pub async fn publish<S: Identity + ?Sized>(
+        &mut self,
+        signer: &S,
+        topic: Topic,
+        payload: impl Into<Bytes>,
+    ) -> Result<SignedEphemeral, SendError> {
+        let sealed = {
+            let conn = lock(&self.shared);
+            conn.session
+                .publish(signer, topic, payload, conn.clock.now())?
+        };
+        self.send(Message::Ephemeral(sealed.clone().into())).await?;
+        Ok(sealed)
+    }
+
+    /// Puts the two halves of one connection back together.
+    ///
+    /// # Errors
+    ///
+    /// [`ReuniteError`], holding both halves, if they are not of the same
+    /// connection.
+    pub fn reunite(
+        self,
+        receiver: ConnectionReceiver<T>,
+    ) -> Result<Connection<T>, Box<ReuniteError<T>>> {
+        if !Arc::ptr_eq(&self.shared, &receiver.shared) {
+            return Err(Box::new(ReuniteError(self, receiver)));
+        }
+        drop(receiver);
+        match Arc::try_unwrap(self.shared) {
+            Ok(mutex) => Ok(mutex.into_inner().unwrap_or_else(PoisonError::into_inner)),
+            // Both halves were given and are the only owners.
+            Err(shared) => Err(Box::new(ReuniteError(
+                ConnectionSender {
+                    shared: shared.clone(),
+                },
+                ConnectionReceiver { shared },
+            ))),
+        }
+    }
+}
+
+impl<T: Transport> Sink<Message> for ConnectionSender<T> {
+    type Error = SendError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        lock(&self.shared).poll_ready_send(cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, msg: Message) -> Result<(), SendError> {
+        lock(&self.shared).start_send_message(&msg)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        let mut conn = lock(&self.shared);
+        Sink::<Message>::poll_flush(Pin::new(&mut *conn), cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        let mut conn = lock(&self.shared);
+        Sink::<Message>::poll_close(Pin::new(&mut *conn), cx)
+    }
+}
+
+/// The receiving half of a [`Connection`]: the same [`Stream`], over the
+/// connection it shares with its [`ConnectionSender`].
+#[derive(Debug)]
+pub struct ConnectionReceiver<T> {
+    shared: Shared<T>,
+}
+
+impl<T: Transport> ConnectionReceiver<T> {
+    /// The authenticated remote peer.
+    #[must_use]
+    pub fn remote_peer(&self) -> PeerId {
+        lock(&self.shared).remote_peer()
+    }
+
+    /// Reads the ephemeral state (shared with the sending half).
+    pub fn with_ephemeral<R>(&self, f: impl FnOnce(&EphemeralSession) -> R) -> R {
+        f(lock(&self.shared).ephemeral())
+    }
+
+    /// See [`Connection::recv`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`Connection::recv`].
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError`]: drop the connection.
+    pub async fn recv(&mut self) -> Result<Option<Received>, TransportError> {
+        self.next().await.transpose()
+    }
+}
+
+impl<T: Transport> Stream for ConnectionReceiver<T> {
+    type Item = Result<Received, TransportError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        lock(&self.shared).poll_receive(cx)
+    }
+}
+
+/// Two halves that are not of the same connection, given back.
+#[derive(Debug)]
+pub struct ReuniteError<T>(pub ConnectionSender<T>, pub ConnectionReceiver<T>);
+
+impl<T> std::fmt::Display for ReuniteError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("tried to reunite the halves of two different connections")
+    }
+}
+
+impl<T: std::fmt::Debug> std::error::Error for ReuniteError<T> {}

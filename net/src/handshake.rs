@@ -1,0 +1,201 @@
+//! The handshake drivers: bijou-proto's sans-IO [`Initiator`] and
+//! [`Responder`] over any [`Transport`], bounded by a timeout.
+//!
+//! ```text
+//!   initiate(transport, signer, audience, config)        respond(transport, signer, responder)
+//!     max message = 256 B                                  max message = 256 B
+//!     Initiator::new(.., clock.now(), random nonce)
+//!     send challenge ──────────────────────────────────►   Responder::answer(.., clock.now())
+//!     Initiator::receive(reply)  ◄──────────────────────   send reply (response or rejection)
+//!     max message = configured                             max message = configured
+//!   the whole exchange bounded by config.timeout, else ConnectError::Timeout
+//! ```
+//!
+//! The state machines' own refusals are [`HandshakeError`]s, wrapped in
+//! [`ConnectError::Handshake`]; what only a driver meets (the transport
+//! failed, the peer closed, the time ran out) has its own variants.
+
+use std::time::Duration;
+
+use bijou_proto::message::{Audience, RejectionReason};
+use bijou_signing::Identity;
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+
+// The state machines and their configuration, beside their drivers.
+pub use bijou_proto::handshake::*;
+
+use crate::transport::{Transport, TransportError};
+
+/// Why opening or accepting a connection failed. Every variant ends the
+/// connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The handshake itself failed: refused, rejected, malformed, a bad
+    /// signature, a message over the 256-byte pre-authentication limit, ...
+    #[error("{0}{hint}", hint = handshake_hint(.0))]
+    Handshake(#[source] HandshakeError),
+    /// The transport failed (I/O, a malformed frame, a WebSocket text
+    /// message, ...).
+    #[error("transport failed during the handshake: {0}")]
+    Transport(#[source] TransportError),
+    /// The peer closed the stream before the handshake completed.
+    #[error("peer closed the stream during the handshake (waiting for {waiting_for}); is it a Subduction peer speaking the same transport and length prefix?")]
+    Closed {
+        /// The message we were waiting for.
+        waiting_for: &'static str,
+    },
+    /// The handshake did not complete in time.
+    #[error("handshake timed out after {after:?}")]
+    Timeout {
+        /// The configured bound.
+        after: Duration,
+    },
+}
+
+/// What to try, for the refusals a user can fix.
+fn handshake_hint(err: &HandshakeError) -> &'static str {
+    match err {
+        HandshakeError::Rejected {
+            reason: RejectionReason::InvalidAudience,
+            ..
+        } => "; the server is not the audience we addressed: pin its key with the server id it prints, or address its service name (by default the host:port it listens on)",
+        HandshakeError::Rejected {
+            reason: RejectionReason::ClockDrift,
+            ..
+        } => "; the clocks of the two machines differ by more than the allowed drift",
+        _ => "",
+    }
+}
+
+impl ConnectError {
+    /// The handshake's own error, if that is what failed.
+    #[must_use]
+    pub fn handshake(&self) -> Option<&HandshakeError> {
+        match self {
+            Self::Handshake(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the exchange ran out of time.
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout { .. })
+    }
+}
+
+impl From<HandshakeError> for ConnectError {
+    fn from(err: HandshakeError) -> Self {
+        Self::Handshake(err)
+    }
+}
+
+impl From<TransportError> for ConnectError {
+    /// A message over the pre-authentication limit is
+    /// [`HandshakeError::TooLarge`] on every transport.
+    fn from(err: TransportError) -> Self {
+        match err {
+            TransportError::TooLarge { len, max } => {
+                Self::Handshake(HandshakeError::TooLarge { len, max })
+            }
+            other => Self::Transport(other),
+        }
+    }
+}
+
+async fn next_message<T: Transport>(
+    transport: &mut T,
+    waiting_for: &'static str,
+) -> Result<Bytes, ConnectError> {
+    match transport.next().await {
+        None => Err(ConnectError::Closed { waiting_for }),
+        Some(message) => Ok(message?),
+    }
+}
+
+async fn bounded<F, R>(timeout: Duration, fut: F) -> Result<R, ConnectError>
+where
+    F: std::future::Future<Output = Result<R, ConnectError>>,
+{
+    tokio::time::timeout(timeout, fut)
+        .await
+        .unwrap_or(Err(ConnectError::Timeout { after: timeout }))
+}
+
+/// Drives an [`Initiator`] over `transport`: sends a challenge for
+/// `audience` signed by `signer` (time from `config.clock`, a fresh random
+/// nonce), and checks the reply. The transport's maximum message length is
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and
+/// `config.max_message_length` after a success.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: a dropped future leaves the handshake half done, and
+/// the transport must be dropped too.
+///
+/// # Errors
+///
+/// [`ConnectError`]; a refusal is [`HandshakeError::Rejected`].
+pub async fn initiate<T, S>(
+    transport: &mut T,
+    signer: &S,
+    audience: Audience,
+    config: &HandshakeConfig,
+) -> Result<Authenticated, ConnectError>
+where
+    T: Transport,
+    S: Identity + ?Sized,
+{
+    transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
+    let initiator = Initiator::new(signer, audience, config.clock.unix_secs(), rand::random())?;
+    let authenticated = bounded(config.timeout, async {
+        transport.send(initiator.challenge().clone()).await?;
+        let reply = next_message(transport, "response").await?;
+        Ok(initiator.receive(reply)?)
+    })
+    .await?;
+    transport.set_max_message_length(config.max_message_length);
+    Ok(authenticated)
+}
+
+/// Drives the [`Responder`] over `transport`: receives a challenge,
+/// answers it ([`Responder::answer`]) with `signer`, and sends the reply.
+/// The transport's maximum message length is
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and the responder's
+/// `max_message_length` after a success.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: a dropped future leaves the handshake half done, and
+/// the transport must be dropped too. A challenge already checked stays in
+/// the replay cache.
+///
+/// # Errors
+///
+/// [`ConnectError`]; a challenge we refused is
+/// [`HandshakeError::Refused`] (the rejection was sent).
+pub async fn respond<T, S>(
+    transport: &mut T,
+    signer: &S,
+    responder: &Responder,
+) -> Result<Authenticated, ConnectError>
+where
+    T: Transport,
+    S: Identity + ?Sized,
+{
+    transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
+    let config = responder.config();
+    let authenticated = bounded(config.timeout, async {
+        let challenge = next_message(transport, "challenge").await?;
+        let answer = responder.answer(signer, challenge, config.clock.unix_secs());
+        if let Some(reply) = answer.reply {
+            transport.send(reply).await?;
+        }
+        Ok(answer.outcome?)
+    })
+    .await?;
+    transport.set_max_message_length(config.max_message_length);
+    Ok(authenticated)
+}

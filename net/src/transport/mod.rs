@@ -1,0 +1,335 @@
+//! Message transports: whatever carries whole messages between two peers.
+//!
+//! A [`Transport`] is a [`Sink`] of message bytes and a [`Stream`] of the
+//! messages received, one item per message, with a maximum message length
+//! the session can lower and raise (256 bytes until the handshake
+//! completes, then the configured maximum):
+//!
+//! ```text
+//!            Connection / handshake drivers (sans-IO state machines inside)
+//!                 |  Sink<Bytes>              ^  Stream<Result<Bytes, TransportError>>
+//!                 v                           |
+//!   +---------------------------+   +-------------------------------------+
+//!   | FramedTransport<T, P>     |   | WebSocketTransport<S>  (`websocket`)|
+//!   | prefix · message, over    |   | one binary WebSocket message per    |
+//!   | any AsyncRead+AsyncWrite  |   | message, no prefix (Subduction's    |
+//!   | (bijou64, LEB128, u32-BE) |   | own server transport)               |
+//!   +---------------------------+   +-------------------------------------+
+//!   | LengthChecked<S>: any other Sink<Bytes> + Stream<Result<Bytes, E>>  |
+//!   +---------------------------------------------------------------------+
+//! ```
+//!
+//! Every transport refuses a received message longer than its current
+//! maximum with [`TransportError::TooLarge`], and every transport error is
+//! terminal: the stream ends after yielding it.
+//!
+//! ```
+//! use bijou_framing::prefix::Bijou64;
+//! use bijou_net::transport::{FramedTransport, Transport, TransportError};
+//! use bytes::Bytes;
+//! use futures::{SinkExt, StreamExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), TransportError> {
+//! let (a, b) = tokio::io::duplex(4096);
+//! let mut a = FramedTransport::new(a, Bijou64);
+//! let mut b = FramedTransport::new(b, Bijou64);
+//! b.set_max_message_length(4);
+//! a.send(Bytes::from_static(b"ok")).await?;
+//! a.send(Bytes::from_static(b"too long")).await?;
+//! assert_eq!(b.next().await.transpose()?.as_deref(), Some(&b"ok"[..]));
+//! assert!(matches!(b.next().await, Some(Err(TransportError::TooLarge { len: 8, max: 4 }))));
+//! assert!(b.next().await.is_none());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::{Sink, Stream};
+
+use bijou_codec::{Wire, WriteError, Writer};
+use bijou_framing::FrameError;
+use bytes::BytesMut;
+
+use crate::SendError;
+
+pub mod framed;
+#[cfg(feature = "websocket")]
+pub mod websocket;
+
+pub use framed::FramedTransport;
+#[cfg(feature = "websocket")]
+pub use websocket::WebSocketTransport;
+
+/// A carrier of whole messages; see the [module docs](self).
+///
+/// Implemented by [`FramedTransport`], `WebSocketTransport` (feature
+/// `websocket`) and [`LengthChecked`], which adapts any other
+/// `Sink<Bytes> + Stream<Item = Result<Bytes, E>>`.
+pub trait Transport:
+    Stream<Item = Result<Bytes, TransportError>> + Sink<Bytes, Error = TransportError> + Unpin
+{
+    /// Refuses received messages longer than `max` bytes from now on
+    /// ([`TransportError::TooLarge`]). Where it can, the transport refuses
+    /// them before buffering them.
+    fn set_max_message_length(&mut self, max: usize);
+
+    /// The maximum now in force.
+    fn max_message_length(&self) -> usize;
+
+    /// Queues one message to be sent, written in place, like `start_send`
+    /// (call it after `poll_ready`). By default it encodes the message to
+    /// `Bytes` and calls `start_send`; a transport that can write in place
+    /// overrides it ([`FramedTransport`] writes it straight behind its
+    /// prefix, with no intermediate buffer).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Encode`] if the message does not encode,
+    /// [`SendError::Transport`] if the transport refuses it.
+    fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
+        let mut buf = BytesMut::with_capacity(message.encoded_len()?);
+        message.write_in_place(&mut buf)?;
+        Pin::new(self)
+            .start_send(buf.freeze())
+            .map_err(SendError::Transport)
+    }
+}
+
+/// Bytes a transport can write in place: their exact length first, then
+/// the bytes themselves. Every [`Wire`] type is one, so a transport carries
+/// any message without knowing its type.
+pub trait WriteInPlace {
+    /// The exact length [`WriteInPlace::write_in_place`] appends.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError`]: a count does not fit its field.
+    fn encoded_len(&self) -> Result<usize, WriteError>;
+
+    /// Appends the bytes to `dst`.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError`], with `dst` possibly partly written.
+    fn write_in_place(&self, dst: &mut BytesMut) -> Result<(), WriteError>;
+}
+
+impl<T: Wire> WriteInPlace for T {
+    fn encoded_len(&self) -> Result<usize, WriteError> {
+        self.wire_len()
+    }
+
+    fn write_in_place(&self, dst: &mut BytesMut) -> Result<(), WriteError> {
+        self.write_to(&mut Writer::growing(dst))
+    }
+}
+
+/// A boxed transport is a transport, so one `Connection<Box<dyn Transport
+/// + Send>>` type can run over whichever transport is chosen at run time.
+///
+/// ```
+/// use bijou_framing::prefix::Bijou64;
+/// use bijou_net::transport::{FramedTransport, LengthChecked, Transport};
+///
+/// let (a, _b) = tokio::io::duplex(64);
+/// let framed: Box<dyn Transport + Send> = Box::new(FramedTransport::new(a, Bijou64));
+/// let channel = LengthChecked::new(futures::stream::empty::<Result<bytes::Bytes, std::io::Error>>(), futures::sink::drain());
+/// let mut either: Vec<Box<dyn Transport + Send>> = vec![framed, Box::new(channel)];
+/// either[1].set_max_message_length(256);
+/// assert_eq!(either[1].max_message_length(), 256);
+/// ```
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn set_max_message_length(&mut self, max: usize) {
+        (**self).set_max_message_length(max);
+    }
+
+    fn max_message_length(&self) -> usize {
+        (**self).max_message_length()
+    }
+
+    fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
+        (**self).start_send_in_place(message)
+    }
+}
+
+/// Why a transport could not carry a message. Every variant ends the
+/// transport: its stream yields `None` afterwards.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// A message longer than the maximum now in force (256 bytes until the
+    /// handshake completes): announced by a frame prefix, received, or
+    /// handed to the sink.
+    #[error("message of {len} bytes exceeds the maximum of {max} bytes")]
+    TooLarge {
+        /// The message's length.
+        len: u64,
+        /// The maximum in force.
+        max: usize,
+    },
+    /// A WebSocket text message: Subduction messages are binary.
+    #[error("WebSocket text message of {len} bytes (Subduction messages are binary)")]
+    TextMessage {
+        /// The text's length in bytes.
+        len: usize,
+    },
+    /// A malformed length prefix or a stream that ended inside a frame
+    /// (framed byte streams only; never [`FrameError::TooLarge`] or
+    /// [`FrameError::Io`], which are [`TransportError::TooLarge`] and
+    /// [`TransportError::Io`]).
+    #[error(transparent)]
+    Frame(FrameError),
+    /// A WebSocket protocol violation (bad frame, bad handshake, bad
+    /// UTF-8 in a close reason, ...).
+    #[error("WebSocket protocol error: {0}")]
+    WebSocket(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The underlying I/O failed.
+    #[error("transport I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An error of a transport adapted with [`LengthChecked`].
+    #[error("transport error: {0}")]
+    Other(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<FrameError> for TransportError {
+    fn from(err: FrameError) -> Self {
+        match err {
+            FrameError::TooLarge { len, max } => Self::TooLarge { len, max },
+            FrameError::Io(e) => Self::Io(e),
+            other => Self::Frame(other),
+        }
+    }
+}
+
+/// Any `Sink<Bytes> + Stream<Item = Result<Bytes, E>>` of whole messages as
+/// a [`Transport`]: received messages longer than the maximum are refused
+/// when they arrive. The inner transport's own buffering is its business,
+/// so give it a bound of its own where it has one.
+///
+/// ```
+/// use bijou_net::transport::{LengthChecked, Transport, TransportError};
+/// use bytes::Bytes;
+/// use futures::StreamExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// // A channel of messages, as an in-memory transport.
+/// let (tx, rx) = futures::channel::mpsc::unbounded::<Bytes>();
+/// let sink = futures::sink::drain::<Bytes>();
+/// let stream = rx.map(Ok::<_, std::io::Error>);
+/// let mut transport = LengthChecked::new(futures::StreamExt::fuse(stream), sink);
+/// transport.set_max_message_length(3);
+/// tx.unbounded_send(Bytes::from_static(b"abcd")).unwrap();
+/// assert!(matches!(transport.next().await, Some(Err(TransportError::TooLarge { len: 4, max: 3 }))));
+/// assert!(transport.next().await.is_none());
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct LengthChecked<St, Si> {
+    stream: St,
+    sink: Si,
+    max: usize,
+    failed: bool,
+}
+
+impl<St, Si> LengthChecked<St, Si> {
+    /// Receives from `stream` and sends into `sink`, with no maximum until
+    /// one is set.
+    pub fn new(stream: St, sink: Si) -> Self {
+        Self {
+            stream,
+            sink,
+            max: usize::MAX,
+            failed: false,
+        }
+    }
+
+    /// The stream and the sink.
+    pub fn into_inner(self) -> (St, Si) {
+        (self.stream, self.sink)
+    }
+}
+
+fn other<E: std::error::Error + Send + Sync + 'static>(err: E) -> TransportError {
+    TransportError::Other(Box::new(err))
+}
+
+impl<St, Si, E> Stream for LengthChecked<St, Si>
+where
+    St: Stream<Item = Result<Bytes, E>> + Unpin,
+    Si: Unpin,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    type Item = Result<Bytes, TransportError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.failed {
+            return Poll::Ready(None);
+        }
+        let item = match std::task::ready!(Pin::new(&mut this.stream).poll_next(cx)) {
+            None => None,
+            Some(Err(e)) => Some(Err(other(e))),
+            Some(Ok(msg)) if msg.len() > this.max => Some(Err(TransportError::TooLarge {
+                len: msg.len() as u64,
+                max: this.max,
+            })),
+            Some(Ok(msg)) => Some(Ok(msg)),
+        };
+        this.failed = matches!(item, Some(Err(_)));
+        Poll::Ready(item)
+    }
+}
+
+impl<St, Si> Sink<Bytes> for LengthChecked<St, Si>
+where
+    St: Unpin,
+    Si: Sink<Bytes> + Unpin,
+    Si::Error: std::error::Error + Send + Sync + 'static,
+{
+    type Error = TransportError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        Pin::new(&mut self.get_mut().sink)
+            .poll_ready(cx)
+            .map_err(other)
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: Bytes) -> Result<(), TransportError> {
+        Pin::new(&mut self.get_mut().sink)
+            .start_send(item)
+            .map_err(other)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        Pin::new(&mut self.get_mut().sink)
+            .poll_flush(cx)
+            .map_err(other)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        Pin::new(&mut self.get_mut().sink)
+            .poll_close(cx)
+            .map_err(other)
+    }
+}
+
+impl<St, Si, E> Transport for LengthChecked<St, Si>
+where
+    St: Stream<Item = Result<Bytes, E>> + Unpin,
+    Si: Sink<Bytes> + Unpin,
+    Si::Error: std::error::Error + Send + Sync + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    fn set_max_message_length(&mut self, max: usize) {
+        self.max = max;
+    }
+
+    fn max_message_length(&self) -> usize {
+        self.max
+    }
+}

@@ -1,0 +1,570 @@
+//! Ephemeral messages on a `Connection`, and the session rules behind it:
+//! every bad input of the list gets a typed error and the
+//! connection stays up; the cheap checks run before (and without paying
+//! for) a signature check; a nonce is recorded only after verification; a
+//! flood from fresh keys cannot lock honest senders out; and what a peer
+//! can make us store is bounded.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bijou_codec::ReadError;
+use bijou_net::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSession, PublishError};
+use bijou_net::handshake::{Clock, HandshakeConfig, Responder};
+use bijou_net::message::{
+    Audience, EphemeralMessage, EphemeralPayload, Message, MessageError, SignedEphemeral, Topic,
+    Topics,
+};
+use bijou_net::prefix::Bijou64;
+use bijou_net::transport::FramedTransport;
+use bijou_net::{Connection, Delivered, Received, Rejected, SendError, VerifyBudget};
+use bijou_signing::ed25519_dalek::SigningKey;
+use bijou_signing::Identity;
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::io::DuplexStream;
+use tokio::time::timeout;
+
+#[path = "../../proto/tests/messages_support/mod.rs"]
+mod messages_support;
+
+const NOW: u64 = 1_700_000_000;
+const REPLY: Duration = Duration::from_secs(5);
+
+type Conn = Connection<FramedTransport<DuplexStream, Bijou64>>;
+
+fn key(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&[n; 32])
+}
+
+fn fixed_clock_config() -> EphemeralConfig {
+    EphemeralConfig::default()
+}
+
+/// Both sides read a clock fixed at `NOW` (wall time; monotonic time is
+/// the system's).
+fn handshake_config() -> HandshakeConfig {
+    let mut config = HandshakeConfig::default();
+    config.clock = Clock::fixed(NOW);
+    config
+}
+
+/// A connected pair over an in-memory pipe: (a, b), b's ephemeral clock at
+/// `NOW`.
+async fn pair() -> (Conn, Conn) {
+    let (x, y) = tokio::io::duplex(1 << 20);
+    let responder = Responder::new(handshake_config());
+    let b_key = key(0xB0);
+    let b_id = b_key.peer_id();
+    let server = tokio::spawn(async move {
+        Connection::accept(FramedTransport::new(y, Bijou64), &b_key, &responder)
+            .await
+            .expect("accept")
+    });
+    let a: Conn = Connection::connect(
+        FramedTransport::new(x, Bijou64),
+        &key(0xA0),
+        Audience::Known(b_id),
+        &handshake_config(),
+    )
+    .await
+    .expect("connect");
+    let mut a = a;
+    let mut b = server.await.expect("task");
+    a.set_ephemeral_config(fixed_clock_config());
+    b.set_ephemeral_config(fixed_clock_config());
+    (a, b)
+}
+
+async fn next(conn: &mut Conn) -> Received {
+    timeout(REPLY, conn.next())
+        .await
+        .expect("in time")
+        .expect("open")
+        .expect("transport")
+}
+
+fn sealed(signer: u8, topic: Topic, nonce: u64, timestamp: u64, payload: Vec<u8>) -> Bytes {
+    SignedEphemeral::seal(
+        &key(signer),
+        &EphemeralPayload::new(topic, nonce, timestamp, payload),
+    )
+    .expect("seal")
+    .to_bytes()
+}
+
+fn control(tag: u8, count: u16, topics: &[Topic]) -> Bytes {
+    let topics: Vec<[u8; 32]> = topics.iter().map(|topic| *topic.as_bytes()).collect();
+    messages_support::ephemeral_control_wire(tag, count, &topics).into()
+}
+
+fn with_bad_signature(bytes: &Bytes) -> Bytes {
+    let mut bad = bytes.to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x01;
+    bad.into()
+}
+
+/// What a case expects of the result.
+type Expect = Box<dyn Fn(&Result<Delivered, Rejected>) -> bool>;
+
+/// Sends raw bytes from `a` and returns what `b` made of them.
+async fn send_raw(a: &mut Conn, b: &mut Conn, bytes: Bytes) -> Result<Delivered, Rejected> {
+    a.send_bytes(bytes.clone()).await.expect("send");
+    let received = next(b).await;
+    assert_eq!(received.bytes, bytes, "the exact bytes are reported");
+    received.result
+}
+
+/// The bad-input list, one after the other on one connection:
+/// each is a typed error, and a good message still gets through at the end.
+#[tokio::test]
+async fn every_bad_input_is_a_typed_error_and_the_connection_stays_up() {
+    let (mut a, mut b) = pair().await;
+    let topic = Topic::new([1; 32]);
+    let unsubscribed = Topic::new([2; 32]);
+    b.subscribe(Topics::one(topic)).await.expect("subscribe");
+    let Ok(Delivered::Subscribed(outcome)) = next(&mut a).await.result else {
+        panic!("a sees the Subscribe");
+    };
+    assert_eq!(outcome.accepted, vec![topic]);
+    assert!(a.ephemeral().remote_is_subscribed(&topic));
+
+    let max = 64 * 1024;
+    let cases: Vec<(&str, Bytes, Expect)> = vec![
+        (
+            "oversize payload",
+            sealed(1, topic, 1, NOW, vec![0; max + 1]),
+            Box::new(move |r| {
+                matches!(r, Err(Rejected::Ephemeral(EphemeralRejected::TooLarge { len, max: m }))
+                    if *len == (max + 1) as u64 && *m == max)
+            }),
+        ),
+        (
+            "payload of exactly the maximum",
+            sealed(1, topic, 2, NOW, vec![0; max]),
+            Box::new(|r| matches!(r, Ok(Delivered::Ephemeral(_)))),
+        ),
+        (
+            "stale timestamp",
+            sealed(1, topic, 3, NOW - 31, vec![1]),
+            Box::new(|r| {
+                matches!(r, Err(Rejected::Ephemeral(EphemeralRejected::Stale { timestamp, now: NOW, max_age_secs: 30 }))
+                    if *timestamp == NOW - 31)
+            }),
+        ),
+        (
+            "oldest accepted timestamp",
+            sealed(1, topic, 4, NOW - 30, vec![1]),
+            Box::new(|r| matches!(r, Ok(Delivered::Ephemeral(_)))),
+        ),
+        (
+            "future timestamp",
+            sealed(1, topic, 5, NOW + 31, vec![1]),
+            Box::new(|r| {
+                matches!(r, Err(Rejected::Ephemeral(EphemeralRejected::Future { timestamp, now: NOW, max_age_secs: 30 }))
+                    if *timestamp == NOW + 31)
+            }),
+        ),
+        (
+            "furthest accepted future timestamp",
+            sealed(1, topic, 6, NOW + 30, vec![1]),
+            Box::new(|r| matches!(r, Ok(Delivered::Ephemeral(_)))),
+        ),
+        (
+            "duplicate nonce (the same message again)",
+            sealed(1, topic, 6, NOW + 30, vec![1]),
+            Box::new(|r| {
+                matches!(r, Err(Rejected::Ephemeral(EphemeralRejected::Duplicate { nonce: 6, issuer }))
+                    if *issuer == key(1).peer_id())
+            }),
+        ),
+        (
+            "duplicate nonce (same issuer, other payload and time)",
+            sealed(1, topic, 4, NOW, vec![9, 9]),
+            Box::new(|r| {
+                matches!(
+                    r,
+                    Err(Rejected::Ephemeral(EphemeralRejected::Duplicate {
+                        nonce: 4,
+                        ..
+                    }))
+                )
+            }),
+        ),
+        (
+            "the same nonce from another issuer is fresh",
+            sealed(2, topic, 4, NOW, vec![1]),
+            Box::new(|r| matches!(r, Ok(Delivered::Ephemeral(_)))),
+        ),
+        (
+            "unknown control tag",
+            control(0x04, 1, &[topic]),
+            Box::new(|r| {
+                matches!(
+                    r,
+                    Err(Rejected::Malformed(MessageError::Read(
+                        ReadError::UnknownValue {
+                            field: "ephemeral tag",
+                            offset: 4,
+                            value: 4
+                        }
+                    )))
+                )
+            }),
+        ),
+        (
+            "count 0",
+            control(0x01, 0, &[]),
+            Box::new(|r| {
+                matches!(
+                    r,
+                    Err(Rejected::Malformed(MessageError::EmptyList {
+                        field: "topics",
+                        offset: 5
+                    }))
+                )
+            }),
+        ),
+        (
+            "trailing bytes after the signature",
+            {
+                let mut wire = sealed(1, topic, 7, NOW, vec![1]).to_vec();
+                wire.push(0);
+                wire.into()
+            },
+            Box::new(|r| {
+                matches!(
+                    r,
+                    Err(Rejected::Malformed(MessageError::Read(
+                        ReadError::TrailingBytes { count: 1, .. }
+                    )))
+                )
+            }),
+        ),
+        (
+            "trailing bytes after the last topic",
+            {
+                let mut wire = control(0x02, 1, &[topic]).to_vec();
+                wire.extend_from_slice(&[0; 3]);
+                wire.into()
+            },
+            Box::new(|r| {
+                matches!(
+                    r,
+                    Err(Rejected::Malformed(MessageError::Read(
+                        ReadError::TrailingBytes {
+                            offset: 39,
+                            count: 3
+                        }
+                    )))
+                )
+            }),
+        ),
+        (
+            "a topic we did not subscribe to",
+            sealed(1, unsubscribed, 8, NOW, vec![1]),
+            Box::new(move |r| {
+                matches!(r, Err(Rejected::Ephemeral(EphemeralRejected::NotSubscribed { topic: t }))
+                    if *t == unsubscribed)
+            }),
+        ),
+        (
+            "a bad signature",
+            with_bad_signature(&sealed(1, topic, 9, NOW, vec![1])),
+            Box::new(|r| matches!(r, Err(Rejected::Ephemeral(EphemeralRejected::Signature(_))))),
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let result = send_raw(&mut a, &mut b, bytes).await;
+        assert!(expected(&result), "{name}: {result:?}");
+        let _ = result.map_err(|e| e.to_string()); // every error displays
+    }
+
+    // Still up: a good message, published through the API, is delivered
+    // verified, byte for byte.
+    let publisher = key(3);
+    let sent = a
+        .publish(&publisher, topic, &b"still up"[..])
+        .await
+        .expect("publish");
+    let received = next(&mut b).await;
+    assert_eq!(received.bytes, sent.to_bytes());
+    let verified = received
+        .result
+        .expect("delivered")
+        .into_ephemeral()
+        .expect("ephemeral");
+    assert_eq!(verified.payload().payload().as_ref(), b"still up");
+    assert_eq!(verified.peer_id(), publisher.peer_id());
+}
+
+/// Size, age, topic and duplicate checks come first: a message failing one
+/// of them is refused for that reason even with a bad signature, and it
+/// costs no verification. With a budget of one verification per 100
+/// seconds, 200 such messages are all answered at once.
+#[tokio::test]
+async fn cheap_checks_run_before_verification_and_cost_no_budget() {
+    let (mut a, mut b) = pair().await;
+    let topic = Topic::new([1; 32]);
+    b.subscribe(Topics::one(topic)).await.expect("subscribe");
+    next(&mut a).await;
+    // A delivered message, whose nonce a forged copy then reuses.
+    let good = sealed(1, topic, 100, NOW, vec![1]);
+    assert!(matches!(
+        send_raw(&mut a, &mut b, good).await,
+        Ok(Delivered::Ephemeral(_))
+    ));
+    b.set_verify_budget(VerifyBudget::new(1, 1));
+    // Drain the one token.
+    assert!(matches!(
+        send_raw(&mut a, &mut b, sealed(1, topic, 101, NOW, vec![1])).await,
+        Ok(Delivered::Ephemeral(_))
+    ));
+
+    let started = Instant::now();
+    for i in 0..50u64 {
+        let forged = [
+            with_bad_signature(&sealed(1, topic, 1_000 + i, NOW, vec![0; 64 * 1024 + 1])),
+            with_bad_signature(&sealed(1, topic, 2_000 + i, NOW - 3_600, vec![1])),
+            with_bad_signature(&sealed(1, Topic::new([9; 32]), 3_000 + i, NOW, vec![1])),
+            with_bad_signature(&sealed(1, topic, 100, NOW, vec![i as u8])),
+        ];
+        for (bytes, want) in
+            forged
+                .into_iter()
+                .zip(["TooLarge", "Stale", "NotSubscribed", "Duplicate"])
+        {
+            let result = send_raw(&mut a, &mut b, bytes).await;
+            let Err(Rejected::Ephemeral(e)) = &result else {
+                panic!("{want}: {result:?}");
+            };
+            assert!(format!("{e:?}").starts_with(want), "{want}: {e:?}");
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "200 refusals waited for the verify budget"
+    );
+}
+
+/// A forged message does not burn its nonce: the honest message with the
+/// same issuer and nonce, sent after it, is delivered.
+#[tokio::test]
+async fn a_nonce_is_recorded_only_after_verification() {
+    let (mut a, mut b) = pair().await;
+    let topic = Topic::new([1; 32]);
+    b.subscribe(Topics::one(topic)).await.expect("subscribe");
+    next(&mut a).await;
+    let honest = sealed(1, topic, 77, NOW, b"honest".to_vec());
+    for _ in 0..3 {
+        assert!(matches!(
+            send_raw(&mut a, &mut b, with_bad_signature(&honest)).await,
+            Err(Rejected::Ephemeral(EphemeralRejected::Signature(_)))
+        ));
+    }
+    assert_eq!(b.ephemeral().dedup_len(), 0, "nothing recorded");
+    assert!(matches!(
+        send_raw(&mut a, &mut b, honest.clone()).await,
+        Ok(Delivered::Ephemeral(_))
+    ));
+    assert_eq!(b.ephemeral().dedup_len(), 1);
+    assert!(matches!(
+        send_raw(&mut a, &mut b, honest).await,
+        Err(Rejected::Ephemeral(EphemeralRejected::Duplicate {
+            nonce: 77,
+            ..
+        }))
+    ));
+}
+
+/// Subscriptions, unsubscriptions and the remote-topic cap, and a publish
+/// over the maximum, which sends nothing.
+#[tokio::test]
+async fn subscriptions_both_ways_and_the_remote_topic_cap() {
+    let (mut a, mut b) = pair().await;
+    let topics: Vec<Topic> = (0..1_500u32)
+        .map(|i| {
+            let mut t = [0u8; 32];
+            t[..4].copy_from_slice(&i.to_be_bytes());
+            Topic::new(t)
+        })
+        .collect();
+    b.subscribe(Topics::new(topics.clone()).expect("topics"))
+        .await
+        .expect("subscribe");
+    let Ok(Delivered::Subscribed(outcome)) = next(&mut a).await.result else {
+        panic!("a Subscribe");
+    };
+    assert_eq!(outcome.accepted, topics[..1024].to_vec());
+    assert_eq!(
+        outcome.rejected.expect("over the cap").as_slice(),
+        &topics[1024..]
+    );
+    assert_eq!(a.ephemeral().remote_subscriptions().count(), 1024);
+    // The refused part, answered: b learns which topics a will not send.
+    a.send(Message::Ephemeral(EphemeralMessage::SubscribeRejected(
+        Topics::new(topics[1024..].to_vec()).expect("topics"),
+    )))
+    .await
+    .expect("send");
+    let Ok(Delivered::SubscribeRejected(rejected)) = next(&mut b).await.result else {
+        panic!("a SubscribeRejected");
+    };
+    assert_eq!(rejected.len(), 476);
+
+    b.unsubscribe(Topics::new(topics[..10].to_vec()).expect("topics"))
+        .await
+        .expect("unsubscribe");
+    assert!(matches!(
+        next(&mut a).await.result,
+        Ok(Delivered::Unsubscribed(t)) if t.len() == 10
+    ));
+    assert_eq!(a.ephemeral().remote_subscriptions().count(), 1014);
+    assert!(!b.ephemeral().is_subscribed(&topics[0]));
+    assert!(b.ephemeral().is_subscribed(&topics[10]));
+
+    // Too large to publish: an error, and nothing is sent.
+    let err = a
+        .publish(&key(1), topics[10], vec![0; 64 * 1024 + 1])
+        .await
+        .expect_err("too large");
+    assert!(matches!(
+        err,
+        SendError::Publish(PublishError::TooLarge {
+            len: 65_537,
+            max: 65_536
+        })
+    ));
+    a.publish(&key(1), topics[10], vec![0; 8])
+        .await
+        .expect("publish");
+    // The next message b receives is the small one.
+    let received = next(&mut b).await;
+    assert_eq!(received.bytes.len(), 4 + 1 + 32 + 32 + 8 + 8 + 1 + 8 + 64);
+    assert!(matches!(received.result, Ok(Delivered::Ephemeral(_))));
+}
+
+/// A session whose clock the test moves.
+fn session_at(capacity: usize, time: &Arc<AtomicU64>) -> EphemeralSession {
+    let mut config = EphemeralConfig::default();
+    config.dedup_capacity = capacity;
+    let _ = time;
+    EphemeralSession::new(config)
+}
+
+/// A flood of validly signed messages from fresh keys, far beyond the
+/// window's capacity and stamped all over the accepted range, does not
+/// stop an honest message stamped with the current time; the window never
+/// holds more than its capacity; and no replay of a delivered message is
+/// ever delivered again.
+#[test]
+fn a_flood_from_fresh_keys_does_not_lock_honest_senders_out() {
+    const CAPACITY: usize = 256;
+    let time = Arc::new(AtomicU64::new(NOW));
+    let mut session = session_at(CAPACITY, &time);
+    let topic = Topic::new([1; 32]);
+    session.subscribe(&Topics::one(topic));
+    let honest = key(0xEE);
+    let mut delivered_flood = Vec::new();
+    let mut honest_nonce = 0u64;
+    for second in 0..70u64 {
+        let now = NOW + second;
+        time.store(now, Ordering::Relaxed);
+        // 64 flood messages a second (a quarter of the capacity), from
+        // fresh keys, stamped from 30 s in the past to 30 s in the future.
+        for i in 0..64u64 {
+            let fresh = SigningKey::from_bytes(&rand::random());
+            let stamp = now - 30 + (i * 61 / 64);
+            let msg = SignedEphemeral::seal(
+                &fresh,
+                &EphemeralPayload::new(topic, rand::random(), stamp, vec![0]),
+            )
+            .expect("seal");
+            if session.receive(&msg, time.load(Ordering::Relaxed)).is_ok() {
+                delivered_flood.push(msg);
+            }
+            assert!(session.dedup_len() <= CAPACITY);
+        }
+        honest_nonce += 1;
+        let msg = SignedEphemeral::seal(
+            &honest,
+            &EphemeralPayload::new(topic, honest_nonce, now, vec![1]),
+        )
+        .expect("seal");
+        assert!(
+            session.receive(&msg, time.load(Ordering::Relaxed)).is_ok(),
+            "honest message refused at second {second}"
+        );
+    }
+    assert!(
+        delivered_flood.len() > CAPACITY,
+        "the flood overflowed the window"
+    );
+    // Replays of the most recent delivered flood messages that are still
+    // within the age limit: none is delivered twice.
+    for msg in delivered_flood.iter().rev().take(500) {
+        assert!(
+            session.receive(msg, time.load(Ordering::Relaxed)).is_err(),
+            "a replay was delivered"
+        );
+    }
+}
+
+/// The same at the window's limit: a flood of an eighth of the capacity
+/// per second, all stamped exactly "now" (the worst case the cache
+/// documents), still lets the honest message in.
+#[test]
+fn a_flood_stamped_exactly_now_within_an_eighth_of_capacity_does_not_lock_out() {
+    const CAPACITY: usize = 256;
+    let time = Arc::new(AtomicU64::new(NOW));
+    let mut session = session_at(CAPACITY, &time);
+    let topic = Topic::new([1; 32]);
+    session.subscribe(&Topics::one(topic));
+    let honest = key(0xEF);
+    for second in 0..70u64 {
+        let now = NOW + second;
+        time.store(now, Ordering::Relaxed);
+        for _ in 0..(CAPACITY / 8 - 1) {
+            let fresh = SigningKey::from_bytes(&rand::random());
+            let msg = SignedEphemeral::seal(
+                &fresh,
+                &EphemeralPayload::new(topic, rand::random(), now, vec![0]),
+            )
+            .expect("seal");
+            assert!(session.receive(&msg, time.load(Ordering::Relaxed)).is_ok());
+        }
+        let msg =
+            SignedEphemeral::seal(&honest, &EphemeralPayload::new(topic, second, now, vec![1]))
+                .expect("seal");
+        assert!(
+            session.receive(&msg, time.load(Ordering::Relaxed)).is_ok(),
+            "second {second}"
+        );
+        assert!(session.dedup_len() <= CAPACITY);
+    }
+}
+
+/// The deduplication window's memory, measured against the stated bound
+/// (`BASE_BYTES + 24 B x entries + 160 B x seconds`) is the nonce cache's
+/// own test (`nonce_cache_memory.rs`); here: the default configuration
+/// states the numbers the module docs quote.
+#[test]
+fn the_default_bounds_are_the_documented_ones() {
+    let config = EphemeralConfig::default();
+    assert_eq!(config.max_payload, 65_536);
+    assert_eq!(config.max_age, Duration::from_secs(30));
+    assert_eq!(config.dedup_capacity, 65_536);
+    assert_eq!(config.max_remote_topics, 1024);
+    // 8 x the default verify budget: a single connection's flood cannot
+    // reach an eighth of the capacity per second.
+    assert_eq!(
+        config.dedup_capacity / 8,
+        VerifyBudget::DEFAULT.per_second() as usize
+    );
+    let bound = bijou_net::nonce_cache::NonceCache::BASE_BYTES
+        + bijou_net::nonce_cache::NonceCache::BYTES_PER_ENTRY * config.dedup_capacity
+        + bijou_net::nonce_cache::NonceCache::BYTES_PER_SECOND * 61;
+    assert!(bound < 1_700_000, "{bound}");
+}

@@ -1,0 +1,231 @@
+//! The responder's side of the handshake: its checks, its replay cache,
+//! and the answer to a challenge, without I/O.
+
+use std::sync::{Arc, Mutex};
+
+use bijou_codec::Wire;
+use bijou_signing::{Identity, PeerId, SealError, Signed, Verified, VerifyError};
+use bytes::Bytes;
+
+use super::{decode_handshake, Authenticated, HandshakeConfig, HandshakeError};
+use super::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
+use crate::message::{Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response};
+
+/// Why the responder refused a challenge: the reason it sends back, and
+/// the signature failure behind [`RejectionReason::InvalidSignature`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The reason sent to the peer.
+    pub reason: RejectionReason,
+    /// The signature failure, for [`RejectionReason::InvalidSignature`].
+    pub signature: Option<VerifyError>,
+}
+
+impl Refusal {
+    const fn because(reason: RejectionReason) -> Self {
+        Self {
+            reason,
+            signature: None,
+        }
+    }
+}
+
+/// The accepting side's state: configuration, identity checks and the
+/// replay cache, shared by every connection it accepts (clones share the
+/// cache).
+///
+/// ```
+/// use bijou_proto::handshake::{HandshakeConfig, Responder};
+/// let responder = Responder::new(HandshakeConfig::default()).with_discovery_id([7; 32]);
+/// assert_eq!(responder.max_drift_secs(), 600);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Responder {
+    config: HandshakeConfig,
+    discovery_id: Option<[u8; 32]>,
+    nonces: Arc<Mutex<NonceCache>>,
+}
+
+impl Responder {
+    /// A responder that accepts challenges addressed to its own key, with a
+    /// nonce cache of [`DEFAULT_NONCE_CAPACITY`] entries.
+    #[must_use]
+    pub fn new(config: HandshakeConfig) -> Self {
+        Self::with_nonce_capacity(config, DEFAULT_NONCE_CAPACITY)
+    }
+
+    /// Like [`Responder::new`] with a nonce cache of `capacity` entries
+    /// (see [`nonce_cache`](super::nonce_cache) for how to size it against a flood).
+    #[must_use]
+    pub fn with_nonce_capacity(config: HandshakeConfig, capacity: usize) -> Self {
+        let cache = NonceCache::new(config.max_drift, capacity);
+        Self {
+            config,
+            discovery_id: None,
+            nonces: Arc::new(Mutex::new(cache)),
+        }
+    }
+
+    /// Also accept challenges addressed to this discovery id
+    /// ([`Audience::Discover`]).
+    #[must_use]
+    pub fn with_discovery_id(mut self, id: [u8; 32]) -> Self {
+        self.discovery_id = Some(id);
+        self
+    }
+
+    /// Also accept challenges addressed to `service_name`
+    /// ([`Audience::discover`]).
+    #[must_use]
+    pub fn with_service_name(self, service_name: &[u8]) -> Self {
+        self.with_discovery_id(crate::message::discovery_id(service_name))
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &HandshakeConfig {
+        &self.config
+    }
+
+    /// The drift the replay cache covers, in seconds: a nonce is kept until
+    /// its challenge's timestamp plus this.
+    #[must_use]
+    pub fn max_drift_secs(&self) -> u64 {
+        self.with_cache(|cache| cache.max_drift_secs())
+    }
+
+    /// The replay cache's current size and floor (see
+    /// [`NonceCache::floor`]).
+    #[must_use]
+    pub fn nonce_cache_state(&self) -> (usize, Option<u64>) {
+        self.with_cache(|cache| (cache.len(), cache.floor()))
+    }
+
+    fn with_cache<R>(&self, f: impl FnOnce(&mut NonceCache) -> R) -> R {
+        // A poisoned lock only means another task panicked mid-update; the
+        // cache's invariants hold between statements, so keep using it.
+        let mut guard = self
+            .nonces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut guard)
+    }
+
+    /// The responder's checks (steps 1-4 in the [module docs](super)), in
+    /// order, on a challenge received at `now` (unix seconds) by the peer
+    /// `me`: `verify_strict`, audience, drift, then the nonce, which is
+    /// remembered only if every other check passed. Without I/O, so a
+    /// driver over any transport (or a test) calls it directly.
+    ///
+    /// # Errors
+    ///
+    /// The [`Refusal`] to send back.
+    pub fn check_challenge(
+        &self,
+        me: PeerId,
+        challenge: &Signed<Challenge>,
+        now: u64,
+    ) -> Result<Verified<Challenge>, Refusal> {
+        let verified = challenge.verify_strict().map_err(|e| Refusal {
+            reason: RejectionReason::InvalidSignature,
+            signature: Some(e),
+        })?;
+        let payload = verified.payload();
+        let audience_ok = match payload.audience {
+            Audience::Known(peer) => peer == me,
+            Audience::Discover(id) => self.discovery_id == Some(id),
+        };
+        if !audience_ok {
+            return Err(Refusal::because(RejectionReason::InvalidAudience));
+        }
+        // The drift check is the cache's (`OutsideWindow`): it judges the
+        // same window its retention covers, before remembering anything.
+        let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
+        match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, ts, now)) {
+            NonceCheck::Fresh => Ok(verified),
+            NonceCheck::Replayed | NonceCheck::PossibleReplay => {
+                Err(Refusal::because(RejectionReason::ReplayedNonce))
+            }
+            // Refused before anything is remembered: the peer's clock is too
+            // far from ours (for `FutureUnderLoad`: too far ahead, for now).
+            NonceCheck::OutsideWindow | NonceCheck::FutureUnderLoad => {
+                Err(Refusal::because(RejectionReason::ClockDrift))
+            }
+        }
+    }
+}
+
+/// What the responder makes of a received message: the reply to send (if
+/// any), and the handshake's outcome.
+#[derive(Debug)]
+#[must_use]
+pub struct Answer {
+    /// The message to send back: a signed response, or a rejection that
+    /// names the reason. `None` when the message was not a challenge at all
+    /// (nothing is owed to such a peer) or our signer failed.
+    pub reply: Option<Bytes>,
+    /// The authenticated peer, or why not. A refused challenge is
+    /// [`HandshakeError::Refused`].
+    pub outcome: Result<Authenticated, HandshakeError>,
+}
+
+impl Answer {
+    fn silent(err: HandshakeError) -> Self {
+        Self {
+            reply: None,
+            outcome: Err(err),
+        }
+    }
+}
+
+impl Responder {
+    /// Answers `message`, received at `now` (unix seconds) by `signer`:
+    /// checks it is a challenge of at most
+    /// [`HANDSHAKE_MAX_MESSAGE_LENGTH`](super::HANDSHAKE_MAX_MESSAGE_LENGTH)
+    /// bytes, runs [`Responder::check_challenge`], and signs the response
+    /// or builds the rejection. No I/O: the caller sends
+    /// [`Answer::reply`].
+    pub fn answer<S: Identity + ?Sized>(&self, signer: &S, message: Bytes, now: u64) -> Answer {
+        let challenge = match decode_handshake(message, "challenge") {
+            Ok(HandshakeMessage::Challenge(challenge)) => challenge,
+            Ok(other) => {
+                return Answer::silent(HandshakeError::Unexpected {
+                    expected: "challenge",
+                    found: other.kind_name(),
+                })
+            }
+            Err(e) => return Answer::silent(e),
+        };
+        match self.check_challenge(signer.peer_id(), &challenge, now) {
+            Ok(verified) => {
+                let digest = verified.digest();
+                let sealed = Signed::seal(signer, &Response::new(digest, now)).and_then(|signed| {
+                    HandshakeMessage::Response(signed)
+                        .encode()
+                        .map_err(SealError::from)
+                });
+                match sealed {
+                    Ok(reply) => Answer {
+                        reply: Some(reply),
+                        outcome: Ok(Authenticated::new(
+                            verified.peer_id(),
+                            digest,
+                            verified.payload().timestamp,
+                        )),
+                    },
+                    Err(e) => Answer::silent(HandshakeError::Seal(e)),
+                }
+            }
+            Err(Refusal { reason, signature }) => {
+                let rejection = HandshakeMessage::Rejection(Rejection {
+                    reason,
+                    timestamp: now,
+                });
+                Answer {
+                    reply: rejection.encode().ok(),
+                    outcome: Err(HandshakeError::Refused { reason, signature }),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Subduction-compatible messages: the `SUM\0` sync envelope, the signed
+//! `STC\0`/`STF\0` payloads it carries, the `SUH\0` handshake, and the
+//! `SUE\0` ephemeral messages.
+//!
+//! Byte-compatible with `subduction_core` 0.20 / `sedimentree_core` 0.16 /
+//! `subduction_crypto` 0.11, and stricter: decoding is injective
+//! (`encode(decode(b)) == b` for every accepted `b`), bounded by the input,
+//! panic-free, and encoding never truncates a count.
+//!
+//! Every wire type implements the one [`Wire`] trait (exact length, write
+//! into any `BufMut`, strict read from a zero-copy [`Reader`]
+//! over the frame), with its read and write side by side in its own file:
+//!
+//! ```text
+//!   message/
+//!     mod.rs               Message: dispatch on the 4-byte schema
+//!     sync/mod.rs          SyncMessage: "SUM\0" envelope + tag dispatch
+//!       blob_message.rs            00 LooseCommit, 01 Fragment
+//!       batch_sync_request.rs      04
+//!       batch_sync_response.rs     05 (+ SyncResult)
+//!       remove_subscriptions.rs    06
+//!       data_request_rejected.rs   07
+//!       heads_update.rs            08
+//!     handshake/mod.rs     HandshakeMessage: "SUH\0" + kind dispatch
+//!       challenge.rs  response.rs  rejection.rs
+//!     ephemeral/mod.rs     EphemeralMessage: "SUE\0" + tag dispatch
+//!       payload.rs  signed_ephemeral.rs   00 signed EphemeralPayload
+//!       topics.rs                         01 Subscribe, 02 Unsubscribe, 03 SubscribeRejected
+//!     loose_commit.rs      STC\0 signed payload     fragment.rs   STF\0 signed payload
+//!     signed_item.rs       Signed<T> · BlobLen · Blob, and its scope-bound verification
+//!     sync_diff.rs         SyncDiff                remote_heads.rs  RemoteHeads
+//!     ids.rs               SedimentreeId, CommitId, Fingerprint, FingerprintSeed, Topic
+//!     fields.rs            shared field helpers    error.rs   MessageError, VerifyItemError
+//! ```
+
+use bijou_codec::{Reader, Wire, WriteError, Writer};
+use bijou_signing::Schema;
+use bytes::BufMut;
+
+pub mod ephemeral;
+pub mod error;
+mod fields;
+pub mod fragment;
+pub mod handshake;
+pub mod ids;
+pub mod loose_commit;
+pub mod remote_heads;
+pub mod signed_item;
+pub mod sync;
+pub mod sync_diff;
+
+pub use ephemeral::{
+    EphemeralHeader, EphemeralMessage, EphemeralPayload, SignedEphemeral, Topics, EPHEMERAL_SCHEMA,
+};
+pub use error::{MessageError, VerifyItemError};
+pub use fragment::{Checkpoint, Fragment};
+pub use handshake::{
+    discovery_id, Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
+    HANDSHAKE_SCHEMA,
+};
+pub use ids::{CommitId, Fingerprint, FingerprintSeed, SedimentreeId, Topic};
+pub use loose_commit::LooseCommit;
+pub use remote_heads::RemoteHeads;
+pub use signed_item::SignedItem;
+pub use sync::{
+    BatchSyncRequest, BatchSyncResponse, BlobMessage, DataRequestRejected, HeadsUpdate,
+    RemoveSubscriptions, SyncMessage, SyncResult, VerifiedItem, SYNC_SCHEMA,
+};
+pub use sync_diff::SyncDiff;
+
+/// A signed payload that belongs to one document. Verification checks that
+/// this id matches the enclosing message's (scope binding).
+pub trait Scoped {
+    /// The document id inside the signed payload.
+    fn sedimentree_id(&self) -> SedimentreeId;
+}
+
+/// Any top-level message, told apart by its 4-byte schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// `SUM\0`.
+    Sync(SyncMessage),
+    /// `SUH\0`.
+    Handshake(HandshakeMessage),
+    /// `SUE\0`.
+    Ephemeral(EphemeralMessage),
+}
+
+impl Message {
+    /// What kind of message this is, for errors and logs.
+    #[must_use]
+    pub const fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Sync(_) => "sync message",
+            Self::Handshake(h) => h.kind_name(),
+            Self::Ephemeral(e) => e.kind_name(),
+        }
+    }
+}
+
+/// Dispatches on the schema; each kind reads the whole message.
+///
+/// ```
+/// use bijou_codec::Wire;
+/// use bijou_proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
+/// use bijou_signing::Schema;
+///
+/// let msg: Message = SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([3; 32]) }).into();
+/// let wire = msg.encode()?;
+/// assert_eq!(Message::decode(wire)?, msg);
+/// let err = Message::decode(bytes::Bytes::from_static(b"BRF\0....")).unwrap_err();
+/// assert_eq!(err, MessageError::UnknownSchema { found: Schema(*b"BRF\0") });
+/// assert_eq!(err.to_string(), r#"unknown message schema "BRF\0" (42 52 46 00)"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl Wire for Message {
+    type Error = MessageError;
+
+    fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+        match self {
+            Self::Sync(msg) => msg.write_to(w),
+            Self::Handshake(msg) => msg.write_to(w),
+            Self::Ephemeral(msg) => msg.write_to(w),
+        }
+    }
+
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
+        match r.peek_array::<4>() {
+            Some(SYNC_SCHEMA) => SyncMessage::read_from(r).map(Self::Sync),
+            Some(HANDSHAKE_SCHEMA) => HandshakeMessage::read_from(r).map(Self::Handshake),
+            Some(EPHEMERAL_SCHEMA) => EphemeralMessage::read_from(r).map(Self::Ephemeral),
+            Some(found) => Err(MessageError::UnknownSchema {
+                found: Schema(found),
+            }),
+            None => Err(r.array::<4>("schema").err().map_or(
+                MessageError::UnknownSchema {
+                    found: Schema([0; 4]),
+                },
+                MessageError::from,
+            )),
+        }
+    }
+}
+
+impl From<SyncMessage> for Message {
+    fn from(msg: SyncMessage) -> Self {
+        Self::Sync(msg)
+    }
+}
+
+impl From<EphemeralMessage> for Message {
+    fn from(msg: EphemeralMessage) -> Self {
+        Self::Ephemeral(msg)
+    }
+}
+
+impl From<HandshakeMessage> for Message {
+    fn from(msg: HandshakeMessage) -> Self {
+        Self::Handshake(msg)
+    }
+}
+
+/// One received message: its exact bytes, and the message they hold (or why
+/// they hold none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageFrame {
+    /// The message's bytes, exactly as received (no frame prefix).
+    pub bytes: bytes::Bytes,
+    /// The decoded message, whose signed items and blobs are slices of
+    /// `bytes`, or why the bytes are not a well-formed message.
+    pub message: Result<Message, MessageError>,
+}
+
+impl MessageFrame {
+    /// Decodes `bytes` as one whole message.
+    ///
+    /// ```
+    /// use bijou_proto::message::MessageFrame;
+    /// let frame = MessageFrame::decode(bytes::Bytes::from_static(b"SUM\0junk"));
+    /// assert!(frame.message.is_err());
+    /// assert_eq!(&frame.bytes[..], b"SUM\0junk");
+    /// ```
+    #[must_use]
+    pub fn decode(bytes: bytes::Bytes) -> Self {
+        let message = Message::decode(bytes.clone());
+        Self { bytes, message }
+    }
+}
+
+/// A borrowed message, cloned, so `send(&message)` works where a
+/// `Message` is taken (its blobs and signed bytes are reference-counted,
+/// so the clone copies no payload bytes).
+impl From<&Message> for Message {
+    fn from(message: &Message) -> Self {
+        message.clone()
+    }
+}

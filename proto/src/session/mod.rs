@@ -1,0 +1,429 @@
+//! [`Session`]: an authenticated connection as a state machine, sans-IO.
+//!
+//! Whole received messages and the time go in; delivered messages, bytes to
+//! send and the next deadline come out, in the style of quinn-proto's
+//! `Connection`. Nothing here reads a clock, blocks, or does I/O, so an
+//! async shell (`bijou-net`'s `Connection`), a test or a simulation drives
+//! it the same way:
+//!
+//! ```text
+//!   transport ── message bytes ──► handle_message(bytes, now)   (only while wants_message())
+//!                                        │ decode; cheap checks answered at once
+//!                                        ▼
+//!                         pending verification ── poll_work(now) ──► Work::More     one step done:
+//!                                        │         (one step:                       yield, call again
+//!                                        │          <= verify_step items,
+//!                                        │          verify_batch)    ──► Work::Wait(t) the budget: call
+//!                                        ▼                                          again at t (poll_timeout)
+//!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
+//!
+//!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
+//!                                               Subscribe/Unsubscribe) ──► bytes to send
+//! ```
+//!
+//! # Bounded work per step
+//!
+//! A `BatchSyncResponse` can carry 131,070 signed items. The session never
+//! verifies them in one go: each [`Session::poll_work`] verifies at most
+//! [`Session::verify_step`] items ([`DEFAULT_VERIFY_STEP`], 32: about
+//! 0.5 ms of one core with batch verification, at most about 3 ms when
+//! every item in the step is forged and the batch falls back to single
+//! checks), after paying for them from the [`VerifyBudget`]. Items are
+//! verified with [`verify_batch`](bijou_signing::verify_batch) per step;
+//! a step whose batch fails is split until each bad item is isolated and
+//! named by index and reason, so the accept set is
+//! [`verify_strict`](bijou_signing::Signed::verify_strict)'s (see
+//! `bijou_signing::batch` for the one documented difference, on keys with
+//! a small-order component). The shell decides when to yield between
+//! steps; `bijou-net` yields after every step, so no poll of a
+//! connection holds its thread for more than one step.
+//!
+//! A message being verified lives in the session, not in a future: a
+//! cancelled receive loses nothing. While one is pending (or a result waits
+//! in [`Session::poll_event`]), [`Session::wants_message`] is false: read
+//! nothing more, so the transport pushes back on the peer.
+//!
+//! # Example: two sessions, no runtime
+//!
+//! ```
+//! use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
+//! use bijou_proto::message::*;
+//! use bijou_proto::session::{Delivered, Session, Work};
+//! use bijou_proto::time::Clock;
+//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+//!
+//! let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+//! let clock = Clock::system();
+//! let now = clock.now();
+//!
+//! // The handshake: bytes in, bytes out.
+//! let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now.unix_secs, [7; 16])?;
+//! let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now.unix_secs);
+//! let at_bob = answer.outcome?;
+//! let at_alice = initiator.receive(answer.reply.expect("a response"))?;
+//! let mut a = Session::new(alice.peer_id(), at_alice);
+//! let mut b = Session::new(bob.peer_id(), at_bob);
+//!
+//! // A signed commit from A to B.
+//! let tree = SedimentreeId::new([9; 32]);
+//! let blob = Blob::from_static(b"hello");
+//! let msg = SyncMessage::loose_commit(&alice, tree, CommitId::new([3; 32]), [], blob)?;
+//! let bytes = a.encode(&msg.clone().into())?;
+//! b.handle_message(bytes, clock.now())?;
+//! while let Work::More = b.poll_work(clock.now()) {}
+//! let received = b.poll_event().expect("delivered");
+//! let verified = received.result?.into_sync().expect("a sync message");
+//! assert_eq!(verified.message, msg);
+//! assert_eq!(verified.items.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod pending;
+mod received;
+
+use std::time::Instant;
+
+use bijou_codec::{Wire, WriteError};
+use bijou_signing::{Identity, PeerId};
+use bytes::Bytes;
+
+use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
+use crate::handshake::Authenticated;
+use crate::message::{
+    EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, Topics, EPHEMERAL_SCHEMA,
+    HANDSHAKE_SCHEMA,
+};
+use crate::time::Now;
+use crate::verify_budget::{Bucket, VerifyBudget};
+
+use pending::{Pending, Start};
+pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
+
+/// Signed items verified in one [`Session::poll_work`] step by default.
+pub const DEFAULT_VERIFY_STEP: usize = 32;
+
+/// What [`Session::poll_work`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Work {
+    /// Nothing is pending: read the next message (after taking the event
+    /// that may be waiting in [`Session::poll_event`]).
+    Idle,
+    /// One step was done and more remain: yield to other work, then call
+    /// again.
+    More,
+    /// The verification budget is spent: call again at this instant (also
+    /// [`Session::poll_timeout`]).
+    Wait(Instant),
+}
+
+/// [`Session::handle_message`] called while the session still has a
+/// message pending or an event waiting: the bytes, given back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("session busy: a received message is still being verified or waits in poll_event ({} bytes given back)", .0.len())]
+pub struct Busy(pub Bytes);
+
+/// Why the session refused to send a message. Nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendRefused {
+    /// A handshake message after the handshake.
+    #[error("refused to send a {kind} after the handshake")]
+    HandshakeAfterHandshake {
+        /// What it was.
+        kind: &'static str,
+    },
+    /// The message cannot be encoded (a count does not fit its field).
+    #[error(transparent)]
+    Encode(#[from] WriteError),
+}
+
+/// An authenticated connection's protocol state; see the
+/// [module docs](self).
+#[derive(Debug)]
+pub struct Session {
+    local: PeerId,
+    remote: Authenticated,
+    budget: Bucket,
+    step: usize,
+    pending: Option<Pending>,
+    ready: Option<Received>,
+    wait: Option<Instant>,
+    ephemeral: EphemeralSession,
+}
+
+impl Session {
+    /// The session of a completed handshake: `local` is our peer id,
+    /// `remote` what the handshake established (only a handshake can make
+    /// one).
+    #[must_use]
+    pub fn new(local: PeerId, remote: Authenticated) -> Self {
+        Self {
+            local,
+            remote,
+            budget: Bucket::new(VerifyBudget::DEFAULT),
+            step: DEFAULT_VERIFY_STEP,
+            pending: None,
+            ready: None,
+            wait: None,
+            ephemeral: EphemeralSession::default(),
+        }
+    }
+
+    /// Our own peer id.
+    #[must_use]
+    pub fn local_peer(&self) -> PeerId {
+        self.local
+    }
+
+    /// The authenticated remote peer.
+    #[must_use]
+    pub fn remote_peer(&self) -> PeerId {
+        self.remote.peer()
+    }
+
+    /// What the handshake established.
+    #[must_use]
+    pub fn authenticated(&self) -> &Authenticated {
+        &self.remote
+    }
+
+    /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
+    /// set).
+    pub fn set_verify_budget(&mut self, budget: VerifyBudget) {
+        self.budget.set_budget(budget);
+    }
+
+    /// The verification budget in force.
+    #[must_use]
+    pub fn verify_budget(&self) -> VerifyBudget {
+        self.budget.budget()
+    }
+
+    /// Signed items verified per [`Session::poll_work`] step.
+    #[must_use]
+    pub fn verify_step(&self) -> usize {
+        self.step
+    }
+
+    /// Sets the items verified per step (at least 1). Smaller steps bound
+    /// each poll tighter; larger ones batch better.
+    pub fn set_verify_step(&mut self, items: usize) {
+        self.step = items.max(1);
+    }
+
+    /// The ephemeral state: our subscriptions, the peer's, the limits.
+    #[must_use]
+    pub fn ephemeral(&self) -> &EphemeralSession {
+        &self.ephemeral
+    }
+
+    /// Replaces the ephemeral limits; subscriptions are kept, the
+    /// deduplication window starts empty.
+    pub fn set_ephemeral_config(&mut self, config: EphemeralConfig) {
+        self.ephemeral.set_config(config);
+    }
+
+    /// Whether the session takes another received message now: nothing is
+    /// being verified and no event waits.
+    #[must_use]
+    pub fn wants_message(&self) -> bool {
+        self.pending.is_none() && self.ready.is_none()
+    }
+
+    /// Whether verification work is pending ([`Session::poll_work`]).
+    #[must_use]
+    pub fn has_work(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Takes one whole received message (no frame prefix) at `now`: decodes
+    /// it and answers what needs no signature check at once (malformed, a
+    /// handshake message, ephemeral control messages and the cheap
+    /// ephemeral checks); anything else waits for [`Session::poll_work`].
+    ///
+    /// # Errors
+    ///
+    /// [`Busy`], with the bytes, unless [`Session::wants_message`].
+    pub fn handle_message(&mut self, bytes: Bytes, now: Now) -> Result<(), Busy> {
+        if !self.wants_message() {
+            return Err(Busy(bytes));
+        }
+        match Pending::start(
+            MessageFrame::decode(bytes),
+            Some(&mut self.ephemeral),
+            now.unix_secs,
+        ) {
+            Start::Answered(received) => self.ready = Some(received),
+            Start::Verify(pending) => self.pending = Some(pending),
+        }
+        Ok(())
+    }
+
+    /// Does one bounded step of the pending verification at `now`: pays for
+    /// at most [`Session::verify_step`] items from the budget and verifies
+    /// them. When the message is done, its [`Received`] waits in
+    /// [`Session::poll_event`].
+    pub fn poll_work(&mut self, now: Now) -> Work {
+        let Some(pending) = self.pending.as_mut() else {
+            return Work::Idle;
+        };
+        match pending.step(
+            &mut self.budget,
+            &mut self.ephemeral,
+            self.step,
+            now.instant,
+        ) {
+            pending::Step::More => {
+                self.wait = None;
+                Work::More
+            }
+            pending::Step::Wait(at) => {
+                self.wait = Some(at);
+                Work::Wait(at)
+            }
+            pending::Step::Done(received) => {
+                self.wait = None;
+                self.pending = None;
+                self.ready = Some(*received);
+                Work::Idle
+            }
+            pending::Step::Finished => {
+                self.wait = None;
+                self.ready = self.pending.take().and_then(Pending::finish);
+                Work::Idle
+            }
+        }
+    }
+
+    /// When [`Session::handle_timeout`] should be called: the instant the
+    /// budget allows the next step, if a step is waiting for it.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.wait
+    }
+
+    /// The deadline from [`Session::poll_timeout`] passed: the same as
+    /// [`Session::poll_work`].
+    pub fn handle_timeout(&mut self, now: Now) -> Work {
+        self.poll_work(now)
+    }
+
+    /// The next received message, once decoded and verified.
+    pub fn poll_event(&mut self) -> Option<Received> {
+        self.ready.take()
+    }
+
+    /// The send-side rules, before `message` is written by the caller:
+    /// refuses a handshake message, and records our own Subscribe and
+    /// Unsubscribe (once they are known to encode), so the peer's messages
+    /// for those topics are accepted (or refused) from now on, however the
+    /// message was sent.
+    ///
+    /// # Errors
+    ///
+    /// [`SendRefused::HandshakeAfterHandshake`]; [`SendRefused::Encode`]
+    /// for a Subscribe or Unsubscribe of more than 65,535 topics (nothing
+    /// recorded).
+    pub fn on_send(&mut self, message: &Message) -> Result<(), SendRefused> {
+        match message {
+            Message::Handshake(h) => Err(SendRefused::HandshakeAfterHandshake {
+                kind: h.kind_name(),
+            }),
+            Message::Ephemeral(EphemeralMessage::Subscribe(topics)) => {
+                message.wire_len()?;
+                self.ephemeral.subscribe(topics);
+                Ok(())
+            }
+            Message::Ephemeral(EphemeralMessage::Unsubscribe(topics)) => {
+                message.wire_len()?;
+                self.ephemeral.unsubscribe(topics);
+                Ok(())
+            }
+            Message::Sync(_) | Message::Ephemeral(_) => Ok(()),
+        }
+    }
+
+    /// [`Session::on_send`] for encoded message bytes (a received message,
+    /// forwarded untouched): a handshake message is refused; an ephemeral
+    /// Subscribe or Unsubscribe is decoded and recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`SendRefused::HandshakeAfterHandshake`].
+    pub fn on_send_encoded(&mut self, bytes: &Bytes) -> Result<(), SendRefused> {
+        if bytes.starts_with(&HANDSHAKE_SCHEMA) {
+            return Err(SendRefused::HandshakeAfterHandshake {
+                kind: "handshake message",
+            });
+        }
+        if bytes.starts_with(&EPHEMERAL_SCHEMA) {
+            if let Ok(message @ Message::Ephemeral(_)) = Message::decode(bytes.clone()) {
+                return self.on_send(&message);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Session::on_send`], then the message's bytes to send.
+    ///
+    /// # Errors
+    ///
+    /// [`SendRefused`].
+    pub fn encode(&mut self, message: &Message) -> Result<Bytes, SendRefused> {
+        // Check the encoding before recording anything.
+        let bytes = message.encode()?;
+        self.on_send(message)?;
+        Ok(bytes)
+    }
+
+    /// Records a subscription to `topics` and gives the Subscribe to send.
+    #[must_use]
+    pub fn subscribe(&mut self, topics: Topics) -> Message {
+        self.ephemeral.subscribe(&topics);
+        Message::Ephemeral(EphemeralMessage::Subscribe(topics))
+    }
+
+    /// Records that we unsubscribed from `topics` and gives the Unsubscribe
+    /// to send.
+    #[must_use]
+    pub fn unsubscribe(&mut self, topics: Topics) -> Message {
+        self.ephemeral.unsubscribe(&topics);
+        Message::Ephemeral(EphemeralMessage::Unsubscribe(topics))
+    }
+
+    /// Signs `payload` for `topic` as `signer`, stamped `now` with a random
+    /// nonce: the message to publish.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError`]: too large, or the signer failed.
+    pub fn publish<S: Identity + ?Sized>(
+        &self,
+        signer: &S,
+        topic: Topic,
+        payload: impl Into<Bytes>,
+        now: Now,
+    ) -> Result<SignedEphemeral, PublishError> {
+        self.ephemeral.seal(signer, topic, payload, now.unix_secs)
+    }
+}
+
+/// Decodes and verifies one received message, all at once (what a
+/// [`Session`] does with each message, without the pacing or the steps).
+/// With no session to hold subscriptions, an ephemeral message is only
+/// verified (no age, topic or duplicate check), and a Subscribe is
+/// accepted whole.
+///
+/// ```
+/// use bijou_proto::session::{verify_message, Rejected};
+/// let received = verify_message(bytes::Bytes::from_static(b"SUM\0junk"));
+/// assert!(matches!(received.result, Err(Rejected::Malformed(_))));
+/// ```
+#[must_use]
+pub fn verify_message(bytes: Bytes) -> Received {
+    pending::verify_at_once(bytes)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,257 @@
+//! A received message with signatures still to verify, and the bounded
+//! steps that verify it.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
+use crate::ephemeral::{EphemeralRejected, EphemeralSession, SubscribeOutcome};
+use crate::message::{EphemeralMessage, Message, MessageFrame, SignedEphemeral, SyncMessage};
+use crate::message::{VerifiedItem, VerifyItemError};
+use crate::verify_budget::Bucket;
+
+/// A received message: answered at once (malformed, a handshake message, a
+/// control message, an ephemeral message that failed a cheap check), or a
+/// message with signatures to verify.
+pub(super) enum Start {
+    Answered(Received),
+    Verify(Pending),
+}
+
+/// What one step did.
+pub(super) enum Step {
+    /// More items remain.
+    More,
+    /// The budget allows the next step at this instant.
+    Wait(Instant),
+    /// The message is answered (rejected, or an ephemeral message).
+    Done(Box<Received>),
+    /// Every item is verified: [`Pending::finish`] it.
+    Finished,
+}
+
+/// A message taken off the transport with signatures still to verify.
+#[derive(Debug)]
+pub(super) enum Pending {
+    Sync(PendingSync),
+    Ephemeral(PendingEphemeral),
+}
+
+/// An ephemeral message that passed the cheap checks at `now`.
+#[derive(Debug)]
+pub(super) struct PendingEphemeral {
+    bytes: Bytes,
+    message: SignedEphemeral,
+    now: u64,
+}
+
+impl Pending {
+    /// A message to verify, or the answer for anything else, at `now` (unix
+    /// seconds). `session` is the connection's ephemeral state (`None`:
+    /// verify only).
+    pub(super) fn start(
+        frame: MessageFrame,
+        session: Option<&mut EphemeralSession>,
+        now: u64,
+    ) -> Start {
+        let bytes = frame.bytes;
+        let answer = |result| {
+            Start::Answered(Received {
+                bytes: bytes.clone(),
+                result,
+            })
+        };
+        let message = match frame.message {
+            Ok(Message::Sync(message)) => {
+                return Start::Verify(Self::Sync(PendingSync::new(bytes, message)));
+            }
+            Ok(Message::Ephemeral(message)) => message,
+            Err(e) => return answer(Err(Rejected::Malformed(e))),
+            Ok(Message::Handshake(h)) => {
+                return answer(Err(Rejected::UnexpectedHandshake(Box::new(h))))
+            }
+        };
+        let delivered = match (message, session) {
+            (EphemeralMessage::Ephemeral(message), Some(session)) => {
+                if let Err(e) = session.precheck(&message, now) {
+                    return answer(Err(Rejected::Ephemeral(e)));
+                }
+                return Start::Verify(Self::Ephemeral(PendingEphemeral {
+                    bytes,
+                    message: *message,
+                    now,
+                }));
+            }
+            (EphemeralMessage::Ephemeral(message), None) => {
+                let result = message
+                    .verify_strict()
+                    .map(Delivered::Ephemeral)
+                    .map_err(|e| Rejected::Ephemeral(EphemeralRejected::Signature(e)));
+                return answer(result);
+            }
+            (EphemeralMessage::Subscribe(topics), Some(session)) => {
+                Delivered::Subscribed(session.remote_subscribe(&topics))
+            }
+            (EphemeralMessage::Subscribe(topics), None) => {
+                Delivered::Subscribed(SubscribeOutcome {
+                    accepted: topics.as_slice().to_vec(),
+                    rejected: None,
+                })
+            }
+            (EphemeralMessage::Unsubscribe(topics), session) => {
+                if let Some(session) = session {
+                    session.remote_unsubscribe(&topics);
+                }
+                Delivered::Unsubscribed(topics)
+            }
+            (EphemeralMessage::SubscribeRejected(topics), _) => {
+                Delivered::SubscribeRejected(topics)
+            }
+        };
+        answer(Ok(delivered))
+    }
+
+    /// The received message of a sync message whose last step was
+    /// [`Step::Finished`] (an ephemeral message never finishes that way).
+    pub(super) fn finish(self) -> Option<Received> {
+        match self {
+            Self::Sync(pending) => Some(pending.finish()),
+            Self::Ephemeral(_) => None,
+        }
+    }
+
+    /// One step: pays for at most `step` items at `now` and verifies them.
+    pub(super) fn step(
+        &mut self,
+        budget: &mut Bucket,
+        ephemeral: &mut EphemeralSession,
+        step: usize,
+        now: Instant,
+    ) -> Step {
+        match self {
+            Self::Ephemeral(pending) => {
+                if let Err(at) = budget.try_spend(1, now) {
+                    return Step::Wait(at);
+                }
+                let result = ephemeral
+                    .verify_and_record(&pending.message, pending.now)
+                    .map(Delivered::Ephemeral)
+                    .map_err(Rejected::Ephemeral);
+                Step::Done(Box::new(Received {
+                    bytes: std::mem::take(&mut pending.bytes),
+                    result,
+                }))
+            }
+            Self::Sync(pending) => {
+                let total = pending.message.signed_item_count();
+                let end = total.min(pending.next.saturating_add(step));
+                if pending.paid < end {
+                    if let Err(at) = budget.try_spend(end - pending.paid, now) {
+                        return Step::Wait(at);
+                    }
+                    pending.paid = end;
+                }
+                if let Some(rejected) = pending.verify_until(end) {
+                    return Step::Done(Box::new(rejected));
+                }
+                if pending.next >= total {
+                    Step::Finished
+                } else {
+                    Step::More
+                }
+            }
+        }
+    }
+}
+
+/// A sync message whose signed items are being verified.
+#[derive(Debug)]
+pub(super) struct PendingSync {
+    bytes: Bytes,
+    message: SyncMessage,
+    items: Vec<VerifiedItem>,
+    rejected: Vec<RejectedItem>,
+    /// The next item to verify.
+    next: usize,
+    /// Items already paid for from the budget.
+    paid: usize,
+}
+
+impl PendingSync {
+    fn new(bytes: Bytes, message: SyncMessage) -> Self {
+        Self {
+            bytes,
+            items: Vec::with_capacity(message.signed_item_count()),
+            rejected: Vec::new(),
+            message,
+            next: 0,
+            paid: 0,
+        }
+    }
+
+    /// Whether a bad item rejects only itself (a BatchSyncResponse) or the
+    /// whole message (a LooseCommit or Fragment, whose one item it is).
+    fn per_item(&self) -> bool {
+        !matches!(
+            self.message,
+            SyncMessage::LooseCommit(_) | SyncMessage::Fragment(_)
+        )
+    }
+
+    /// Verifies items up to `end` (exclusive) as one batch; `Some` if the
+    /// whole message is rejected.
+    fn verify_until(&mut self, end: usize) -> Option<Received> {
+        let per_item = self.per_item();
+        let start = self.next;
+        for (index, result) in (start..).zip(self.message.verify_items(start..end)) {
+            match result {
+                Ok(item) => self.items.push(item),
+                Err(error) if per_item => self.rejected.push(RejectedItem { index, error }),
+                Err(error) => return Some(self.reject(error)),
+            }
+        }
+        self.next = end;
+        None
+    }
+
+    fn reject(&mut self, error: VerifyItemError) -> Received {
+        Received {
+            bytes: std::mem::take(&mut self.bytes),
+            result: Err(Rejected::Verify(error)),
+        }
+    }
+
+    fn finish(self) -> Received {
+        Received {
+            bytes: self.bytes,
+            result: Ok(Delivered::Sync(VerifiedMessage {
+                message: self.message,
+                items: self.items,
+                rejected: self.rejected,
+            })),
+        }
+    }
+}
+
+/// [`super::verify_message`]: every step at once, with no budget.
+pub(super) fn verify_at_once(bytes: Bytes) -> Received {
+    match Pending::start(MessageFrame::decode(bytes), None, 0) {
+        Start::Answered(received) => received,
+        Start::Verify(Pending::Sync(mut pending)) => {
+            let total = pending.message.signed_item_count();
+            pending
+                .verify_until(total)
+                .unwrap_or_else(|| pending.finish())
+        }
+        // Without a session an ephemeral message is answered at once.
+        Start::Verify(Pending::Ephemeral(pending)) => Received {
+            bytes: pending.bytes,
+            result: pending
+                .message
+                .verify_strict()
+                .map(Delivered::Ephemeral)
+                .map_err(|e| Rejected::Ephemeral(EphemeralRejected::Signature(e))),
+        },
+    }
+}

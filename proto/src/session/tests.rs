@@ -1,0 +1,332 @@
+//! The session driven with no runtime: bytes and `Now` in, events out.
+
+use std::time::{Duration, Instant};
+
+use bijou_codec::Wire;
+use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
+use bytes::Bytes;
+
+use super::{Busy, Delivered, Received, Rejected, SendRefused, Session, Work};
+use crate::ephemeral::EphemeralRejected;
+use crate::handshake::{HandshakeConfig, Initiator, Responder};
+use crate::message::{
+    Audience, BatchSyncResponse, CommitId, EphemeralMessage, Fragment, HandshakeMessage,
+    LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
+    SyncResult, Topic, Topics, VerifyItemError,
+};
+use crate::time::Now;
+use crate::verify_budget::VerifyBudget;
+
+const NOW: u64 = 1_700_000_000;
+
+fn key(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&[n; 32])
+}
+
+fn now_at(t0: Instant, secs: f64) -> Now {
+    Now::new(NOW, t0 + Duration::from_secs_f64(secs))
+}
+
+/// A completed handshake between two fresh keys, driven by hand.
+fn pair() -> (Session, Session) {
+    let (alice, bob) = (key(1), key(2));
+    let initiator =
+        Initiator::new(&alice, Audience::Known(bob.peer_id()), NOW, [7; 16]).expect("challenge");
+    let answer =
+        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), NOW);
+    let at_bob = answer.outcome.expect("accepted");
+    let at_alice = initiator
+        .receive(answer.reply.expect("a response"))
+        .expect("response");
+    (
+        Session::new(alice.peer_id(), at_alice),
+        Session::new(bob.peer_id(), at_bob),
+    )
+}
+
+fn tree() -> SedimentreeId {
+    SedimentreeId::new([9; 32])
+}
+
+fn commit(i: u32, signer: &SigningKey) -> SignedItem<LooseCommit> {
+    let blob = Blob::from(i.to_be_bytes().to_vec());
+    let mut head = [0; 32];
+    head[..4].copy_from_slice(&i.to_be_bytes());
+    let commit = LooseCommit::new(tree(), CommitId::new(head), [], blob.meta());
+    SignedItem::new(Signed::seal(signer, &commit).expect("seal"), blob)
+}
+
+fn response(commits: Vec<SignedItem<LooseCommit>>) -> Message {
+    Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
+        requestor: PeerId::from_bytes([5; 32]),
+        nonce: 1,
+        id: tree(),
+        result: SyncResult::Ok(SyncDiff::new(
+            commits,
+            Vec::<SignedItem<Fragment>>::new(),
+            [],
+            [],
+        )),
+        responder_heads: RemoteHeads::default(),
+    }))
+}
+
+/// Runs the session's work to the end at `now`, counting steps.
+fn drain(session: &mut Session, now: Now) -> (Received, usize) {
+    let mut steps = 0;
+    loop {
+        match session.poll_work(now) {
+            Work::More => steps += 1,
+            Work::Idle => break,
+            Work::Wait(at) => panic!("unexpected wait until {at:?}"),
+        }
+    }
+    (session.poll_event().expect("an event"), steps + 1)
+}
+
+#[test]
+fn handshake_sync_and_ephemeral_with_no_runtime() {
+    let (mut a, mut b) = pair();
+    let t0 = Instant::now();
+    let now = now_at(t0, 0.0);
+
+    // Sync: a commit from A, delivered verified at B with its exact bytes.
+    let msg = SyncMessage::loose_commit(
+        &key(1),
+        tree(),
+        CommitId::new([3; 32]),
+        [],
+        Blob::from_static(b"hello"),
+    )
+    .expect("seal");
+    let bytes = a.encode(&msg.clone().into()).expect("encode");
+    b.handle_message(bytes.clone(), now).expect("wants it");
+    let (received, _) = drain(&mut b, now);
+    assert_eq!(received.bytes, bytes);
+    let verified = received.result.expect("ok").into_sync().expect("sync");
+    assert_eq!(verified.message, msg);
+    assert_eq!(verified.items.len(), 1);
+
+    // Ephemeral: B subscribes (recorded by encoding it), A sees the
+    // Subscribe, publishes, B delivers it.
+    let topic = Topic::new([4; 32]);
+    let subscribe = b.subscribe(Topics::one(topic));
+    let wire = subscribe.encode().expect("encode");
+    assert!(b.ephemeral().is_subscribed(&topic));
+    a.handle_message(wire, now).expect("wants it");
+    match a.poll_event().expect("answered at once").result {
+        Ok(Delivered::Subscribed(outcome)) => assert_eq!(outcome.accepted, vec![topic]),
+        other => panic!("{other:?}"),
+    }
+    assert!(a.ephemeral().remote_is_subscribed(&topic));
+    let sealed = a
+        .publish(&key(1), topic, &b"cursor"[..], now)
+        .expect("publish");
+    let wire = a
+        .encode(&Message::Ephemeral(sealed.into()))
+        .expect("encode");
+    b.handle_message(wire.clone(), now).expect("wants it");
+    let (received, _) = drain(&mut b, now);
+    let delivered = received.result.expect("ok").into_ephemeral().expect("eph");
+    assert_eq!(delivered.payload().payload().as_ref(), b"cursor");
+    // The same bytes again: a duplicate, refused before verification.
+    b.handle_message(wire, now).expect("wants it");
+    assert!(matches!(
+        b.poll_event().expect("answered at once").result,
+        Err(Rejected::Ephemeral(EphemeralRejected::Duplicate { .. }))
+    ));
+}
+
+#[test]
+fn a_large_response_is_verified_in_bounded_steps_and_bad_items_are_named() {
+    let (_, mut b) = pair();
+    b.set_verify_step(16);
+    let signer = key(1);
+    let mut commits: Vec<_> = (0..100).map(|i| commit(i, &signer)).collect();
+    // Item 37's signature is forged; item 80 is scoped to another tree.
+    let mut forged = commits[37].signed().as_bytes().to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    commits[37] = SignedItem::new(
+        Signed::decode(Bytes::from(forged)).expect("decodes"),
+        commits[37].blob().clone(),
+    );
+    let other = LooseCommit::new(
+        SedimentreeId::new([8; 32]),
+        CommitId::new([0xEE; 32]),
+        [],
+        commits[80].blob().meta(),
+    );
+    commits[80] = SignedItem::new(
+        Signed::seal(&signer, &other).expect("seal"),
+        commits[80].blob().clone(),
+    );
+    let bytes = response(commits).encode().expect("encode");
+    let now = now_at(Instant::now(), 0.0);
+    b.handle_message(bytes, now).expect("wants it");
+    assert!(!b.wants_message());
+    assert!(matches!(
+        b.handle_message(Bytes::from_static(b"x"), now),
+        Err(Busy(_))
+    ));
+    let (received, steps) = drain(&mut b, now);
+    // ceil(100 / 16) = 7 steps, each at most 16 items.
+    assert_eq!(steps, 7);
+    let verified = received.result.expect("ok").into_sync().expect("sync");
+    assert_eq!(verified.items.len(), 98);
+    let rejected: Vec<_> = verified
+        .rejected
+        .iter()
+        .map(|r| (r.index, r.error))
+        .collect();
+    assert_eq!(rejected.len(), 2);
+    assert_eq!(rejected[0].0, 37);
+    assert!(matches!(rejected[0].1, VerifyItemError::Signature(_)));
+    assert_eq!(rejected[1].0, 80);
+    assert!(matches!(
+        rejected[1].1,
+        VerifyItemError::ScopeMismatch { .. }
+    ));
+    assert!(b.wants_message());
+}
+
+#[test]
+fn the_budget_says_when_and_the_deadline_comes_out() {
+    let (_, mut b) = pair();
+    b.set_verify_budget(VerifyBudget::new(10, 10));
+    b.set_verify_step(5);
+    let signer = key(1);
+    let bytes = response((0..30).map(|i| commit(i, &signer)).collect())
+        .encode()
+        .expect("encode");
+    let t0 = Instant::now();
+    b.handle_message(bytes, now_at(t0, 0.0)).expect("wants it");
+    // Two steps of 5 spend the burst of 10; the third waits half a second.
+    assert_eq!(b.poll_work(now_at(t0, 0.0)), Work::More);
+    assert_eq!(b.poll_work(now_at(t0, 0.0)), Work::More);
+    let Work::Wait(at) = b.poll_work(now_at(t0, 0.0)) else {
+        panic!("expected a wait")
+    };
+    assert_eq!(b.poll_timeout(), Some(at));
+    let wait = at - t0;
+    assert!(
+        wait >= Duration::from_millis(499) && wait <= Duration::from_millis(501),
+        "{wait:?}"
+    );
+    // Too early: still waiting. At the deadline: one more step.
+    assert!(matches!(b.handle_timeout(now_at(t0, 0.2)), Work::Wait(_)));
+    assert_eq!(b.handle_timeout(Now::new(NOW, at)), Work::More);
+    assert_eq!(b.poll_timeout(), None);
+    assert!(b.poll_event().is_none());
+}
+
+#[test]
+fn the_send_side_rules_hold_however_a_message_is_sent() {
+    let (mut a, _) = pair();
+    let topic = Topic::new([6; 32]);
+    // A Subscribe sent as a plain message is recorded, as is one forwarded
+    // as encoded bytes; an Unsubscribe likewise.
+    a.on_send(&Message::Ephemeral(EphemeralMessage::Subscribe(
+        Topics::one(topic),
+    )))
+    .expect("ok");
+    assert!(a.ephemeral().is_subscribed(&topic));
+    let unsubscribe = Message::Ephemeral(EphemeralMessage::Unsubscribe(Topics::one(topic)))
+        .encode()
+        .expect("encode");
+    a.on_send_encoded(&unsubscribe).expect("ok");
+    assert!(!a.ephemeral().is_subscribed(&topic));
+    // Handshake messages are refused both ways.
+    let challenge = Initiator::new(&key(3), Audience::Known(key(4).peer_id()), NOW, [1; 16])
+        .expect("challenge")
+        .challenge()
+        .clone();
+    assert_eq!(
+        a.on_send_encoded(&challenge),
+        Err(SendRefused::HandshakeAfterHandshake {
+            kind: "handshake message"
+        })
+    );
+    let decoded = Message::decode(challenge).expect("decodes");
+    assert!(matches!(
+        decoded,
+        Message::Handshake(HandshakeMessage::Challenge(_))
+    ));
+    assert_eq!(
+        a.encode(&decoded),
+        Err(SendRefused::HandshakeAfterHandshake { kind: "challenge" })
+    );
+}
+
+#[test]
+fn a_bad_loose_commit_rejects_the_whole_message() {
+    let (_, mut b) = pair();
+    let signer = key(1);
+    let item = commit(1, &signer);
+    let mut forged = item.signed().as_bytes().to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 0x40;
+    let msg = Message::Sync(SyncMessage::LooseCommit(crate::message::BlobMessage {
+        id: tree(),
+        sender_heads: RemoteHeads::default(),
+        item: SignedItem::new(
+            Signed::decode(Bytes::from(forged)).expect("decodes"),
+            item.blob().clone(),
+        ),
+    }));
+    let now = now_at(Instant::now(), 0.0);
+    b.handle_message(msg.encode().expect("encode"), now)
+        .expect("wants it");
+    let (received, _) = drain(&mut b, now);
+    assert!(matches!(
+        received.result,
+        Err(Rejected::Verify(VerifyItemError::Signature(_)))
+    ));
+}
+
+/// `verify_items` over any range agrees with `verify_item` one index at a
+/// time, across the commit/fragment boundary and past the end, with a bad
+/// item on each side of it.
+#[test]
+fn batch_verification_over_any_range_agrees_with_single_verification() {
+    let signer = key(1);
+    let mut commits: Vec<_> = (0..5).map(|i| commit(i, &signer)).collect();
+    let mut forged = commits[3].signed().as_bytes().to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    commits[3] = SignedItem::new(
+        Signed::decode(Bytes::from(forged)).expect("decodes"),
+        commits[3].blob().clone(),
+    );
+    let mut fragments: Vec<_> = (0..3u8)
+        .map(|i| {
+            let blob = Blob::from(vec![i; 3]);
+            let fragment = Fragment::new(tree(), CommitId::new([i; 32]), [], [], blob.meta());
+            SignedItem::new(Signed::seal(&signer, &fragment).expect("seal"), blob)
+        })
+        .collect();
+    // Fragment 1's blob does not match its signed digest.
+    fragments[1] = SignedItem::new(fragments[1].signed().clone(), Blob::from(vec![9; 3]));
+    let msg = SyncMessage::BatchSyncResponse(BatchSyncResponse {
+        requestor: PeerId::from_bytes([5; 32]),
+        nonce: 1,
+        id: tree(),
+        result: SyncResult::Ok(SyncDiff::new(commits, fragments, [], [])),
+        responder_heads: RemoteHeads::default(),
+    });
+    let verdict = |r: &Result<crate::message::VerifiedItem, VerifyItemError>| {
+        r.as_ref().map(|_| ()).map_err(|e| *e)
+    };
+    let single: Vec<_> = (0..8)
+        .map(|i| verdict(&msg.verify_item(i).expect("an item")))
+        .collect();
+    assert!(single[3].is_err() && single[6].is_err());
+    assert_eq!(single.iter().filter(|r| r.is_err()).count(), 2);
+    for start in 0..=10 {
+        for end in start..=10 {
+            let batch: Vec<_> = msg.verify_items(start..end).iter().map(verdict).collect();
+            let want = single.get(start.min(8)..end.min(8)).unwrap_or(&[]).to_vec();
+            assert_eq!(batch, want, "range {start}..{end}");
+        }
+    }
+}

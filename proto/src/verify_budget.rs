@@ -1,0 +1,167 @@
+//! [`VerifyBudget`]: how many signatures one connection may make us verify
+//! per second.
+//!
+//! A peer that completed a cheap handshake can send messages full of valid
+//! signed items, each costing the receiver one `verify_strict` (about 40 µs
+//! on one core). A `BatchSyncResponse` may carry up to 65,535 commits and
+//! 65,535 fragments, so one message can ask for 131,070 verifications
+//! (about 5 s of one core). Duplicates are refused when decoding (see
+//! `SyncDiff`), so that is also the most one message can cost; the budget
+//! bounds the *rate*: a connection's receiver verifies at most
+//! `per_second` signatures per second on average, with bursts up to
+//! `burst`, and otherwise waits (reading nothing more, so TCP pushes back
+//! on the sender).
+//!
+//! ```text
+//!   tokens += elapsed x per_second   (at most `burst`)
+//!   a message with n signed items waits until tokens >= min(n, burst),
+//!   then tokens -= n   (may go negative: a big message is paid off later)
+//! ```
+//!
+//! The default, [`VerifyBudget::DEFAULT`], is 8,192 verifications per
+//! second with bursts of 8,192: about a third of one core here, so a
+//! single connection cannot take a whole core, while a 10,000-commit sync
+//! still verifies in about a second.
+//!
+//! The budget is **per connection**, and each new connection starts with a
+//! full burst. A peer that opens several connections (or reconnects) gets a
+//! budget for each, so the bound on one peer's share of the CPU is the
+//! budget times the connections it is allowed: limit connections per peer
+//! id (and per address) where you accept them. Verification is paid for
+//! before it is done, so the cost of a message is always charged to the
+//! connection that sent it.
+//!
+//! ```
+//! use bijou_proto::VerifyBudget;
+//! let budget = VerifyBudget::new(1_000, 2_000);
+//! assert_eq!(budget.per_second(), 1_000);
+//! assert_eq!(VerifyBudget::DEFAULT.per_second(), 8_192);
+//! ```
+
+use std::time::{Duration, Instant};
+
+/// A per-connection rate limit on signature verifications; see the
+/// [module docs](self).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyBudget {
+    per_second: u32,
+    burst: u32,
+}
+
+impl VerifyBudget {
+    /// 8,192 verifications per second, bursts of 8,192.
+    pub const DEFAULT: Self = Self {
+        per_second: 8_192,
+        burst: 8_192,
+    };
+
+    /// A budget of `per_second` verifications per second (at least 1),
+    /// with bursts up to `burst` (at least 1).
+    #[must_use]
+    pub const fn new(per_second: u32, burst: u32) -> Self {
+        Self {
+            per_second: if per_second == 0 { 1 } else { per_second },
+            burst: if burst == 0 { 1 } else { burst },
+        }
+    }
+
+    /// Verifications per second, on average.
+    #[must_use]
+    pub const fn per_second(&self) -> u32 {
+        self.per_second
+    }
+
+    /// The most verifications done without waiting.
+    #[must_use]
+    pub const fn burst(&self) -> u32 {
+        self.burst
+    }
+}
+
+impl Default for VerifyBudget {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The running token bucket of one connection's receiver, sans-IO: the
+/// time is an argument, and a spend that does not fit says when it will.
+///
+/// ```text
+///   try_spend(n, now) ── tokens >= min(n, burst) ──► Ok(()), tokens -= n
+///                     └─ otherwise ────────────────► Err(instant when they will)
+/// ```
+#[derive(Debug, Clone)]
+pub struct Bucket {
+    budget: VerifyBudget,
+    tokens: f64,
+    /// When `tokens` was last brought up to date (`None`: never used, full).
+    refilled: Option<Instant>,
+}
+
+impl Bucket {
+    /// A full bucket for `budget`.
+    #[must_use]
+    pub fn new(budget: VerifyBudget) -> Self {
+        Self {
+            budget,
+            tokens: f64::from(budget.burst),
+            refilled: None,
+        }
+    }
+
+    /// The budget in force.
+    #[must_use]
+    pub fn budget(&self) -> VerifyBudget {
+        self.budget
+    }
+
+    /// Replaces the budget; tokens above its burst are dropped.
+    pub fn set_budget(&mut self, budget: VerifyBudget) {
+        self.budget = budget;
+        self.tokens = self.tokens.min(f64::from(budget.burst));
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if let Some(refilled) = self.refilled {
+            let elapsed = now.saturating_duration_since(refilled).as_secs_f64();
+            self.tokens = (self.tokens + elapsed * f64::from(self.budget.per_second))
+                .min(f64::from(self.budget.burst));
+        }
+        self.refilled = Some(self.refilled.map_or(now, |r| r.max(now)));
+    }
+
+    /// Spends `n` verifications at `now` if they fit (at least
+    /// `min(n, burst)` tokens), or says when they will fit.
+    ///
+    /// ```
+    /// use bijou_proto::verify_budget::{Bucket, VerifyBudget};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let mut bucket = Bucket::new(VerifyBudget::new(100, 10));
+    /// let t0 = Instant::now();
+    /// assert_eq!(bucket.try_spend(10, t0), Ok(()));
+    /// let ready = bucket.try_spend(5, t0).unwrap_err();
+    /// assert!(ready >= t0 + Duration::from_millis(49));
+    /// assert_eq!(bucket.try_spend(5, ready), Ok(()));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The instant at which `n` will fit; nothing was spent.
+    pub fn try_spend(&mut self, n: usize, now: Instant) -> Result<(), Instant> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.refill(now);
+        let n = n as f64;
+        let need = n.min(f64::from(self.budget.burst));
+        if self.tokens + 1e-9 < need {
+            let missing = need - self.tokens;
+            let wait = Duration::from_secs_f64(missing / f64::from(self.budget.per_second));
+            return Err(self.refilled.unwrap_or(now) + wait);
+        }
+        self.tokens -= n;
+        Ok(())
+    }
+}
