@@ -330,3 +330,27 @@ fn batch_verification_over_any_range_agrees_with_single_verification() {
         }
     }
 }
+
+/// A step also ends once its blobs reach 1 MiB: checking a blob hashes
+/// it, so ten 512 KiB blobs take five steps, not one.
+#[test]
+fn a_step_ends_early_at_a_mebibyte_of_blobs() {
+    let (_, mut b) = pair();
+    let signer = key(1);
+    let commits: Vec<_> = (0..10u32)
+        .map(|i| {
+            let blob = Blob::from(vec![i as u8; 512 * 1024]);
+            let mut head = [0; 32];
+            head[..4].copy_from_slice(&i.to_be_bytes());
+            let commit = LooseCommit::new(tree(), CommitId::new(head), [], blob.meta());
+            SignedItem::new(Signed::seal(&signer, &commit).expect("seal"), blob)
+        })
+        .collect();
+    let now = now_at(Instant::now(), 0.0);
+    b.handle_message(response(commits).encode().expect("encode"), now)
+        .expect("wants it");
+    let (received, steps) = drain(&mut b, now);
+    assert_eq!(steps, 5);
+    let verified = received.result.expect("ok").into_sync().expect("sync");
+    assert_eq!(verified.items.len(), 10);
+}

@@ -282,6 +282,28 @@ impl SyncMessage {
         }
     }
 
+    /// The length of the blob carried with the signed item at `index`
+    /// (wire order, as [`SyncMessage::verify_item`]): what checking that
+    /// item's blob hashes. `None` past the last item.
+    #[must_use]
+    pub fn signed_item_blob_len(&self, index: usize) -> Option<usize> {
+        match self {
+            Self::LooseCommit(m) if index == 0 => Some(m.item.blob().len()),
+            Self::Fragment(m) if index == 0 => Some(m.item.blob().len()),
+            Self::BatchSyncResponse(BatchSyncResponse {
+                result: SyncResult::Ok(diff),
+                ..
+            }) => match diff.commits().get(index) {
+                Some(item) => Some(item.blob().len()),
+                None => diff
+                    .fragments()
+                    .get(index.checked_sub(diff.commits().len())?)
+                    .map(|item| item.blob().len()),
+            },
+            _ => None,
+        }
+    }
+
     /// Verifies the signed items at `range` (wire order, as
     /// [`SyncMessage::verify_item`]) together: the signatures of a
     /// `BatchSyncResponse`'s items with one

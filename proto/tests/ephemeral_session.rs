@@ -1,0 +1,130 @@
+//! The ephemeral session with no runtime and no connection: floods from
+//! fresh keys against the deduplication window, and the documented bounds.
+//! (The same checks on a live connection: `net/tests/ephemeral_session.rs`.)
+
+use std::time::Duration;
+
+use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
+use bijou_proto::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
+use bijou_proto::VerifyBudget;
+use bijou_signing::ed25519_dalek::SigningKey;
+
+const NOW: u64 = 1_700_000_000;
+
+fn key(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&[n; 32])
+}
+
+/// A session with a window of `capacity` entries; the tests pass the time
+/// to every call.
+fn session_at(capacity: usize) -> EphemeralSession {
+    let mut config = EphemeralConfig::default();
+    config.dedup_capacity = capacity;
+    EphemeralSession::new(config)
+}
+
+/// A flood of validly signed messages from fresh keys, far beyond the
+/// window's capacity and stamped all over the accepted range, does not
+/// stop an honest message stamped with the current time; the window never
+/// holds more than its capacity; and no replay of a delivered message is
+/// ever delivered again.
+#[test]
+fn a_flood_from_fresh_keys_does_not_lock_honest_senders_out() {
+    const CAPACITY: usize = 256;
+    let mut session = session_at(CAPACITY);
+    let mut now = NOW;
+    let topic = Topic::new([1; 32]);
+    session.subscribe(&Topics::one(topic));
+    let honest = key(0xEE);
+    let mut delivered_flood = Vec::new();
+    let mut honest_nonce = 0u64;
+    for second in 0..70u64 {
+        now = NOW + second;
+        // 64 flood messages a second (a quarter of the capacity), from
+        // fresh keys, stamped from 30 s in the past to 30 s in the future.
+        for i in 0..64u64 {
+            let fresh = SigningKey::from_bytes(&rand::random());
+            let stamp = now - 30 + (i * 61 / 64);
+            let msg = SignedEphemeral::seal(
+                &fresh,
+                &EphemeralPayload::new(topic, rand::random(), stamp, vec![0]),
+            )
+            .expect("seal");
+            if session.receive(&msg, now).is_ok() {
+                delivered_flood.push(msg);
+            }
+            assert!(session.dedup_len() <= CAPACITY);
+        }
+        honest_nonce += 1;
+        let msg = SignedEphemeral::seal(
+            &honest,
+            &EphemeralPayload::new(topic, honest_nonce, now, vec![1]),
+        )
+        .expect("seal");
+        assert!(
+            session.receive(&msg, now).is_ok(),
+            "honest message refused at second {second}"
+        );
+    }
+    assert!(
+        delivered_flood.len() > CAPACITY,
+        "the flood overflowed the window"
+    );
+    // Replays of the most recent delivered flood messages that are still
+    // within the age limit: none is delivered twice.
+    for msg in delivered_flood.iter().rev().take(500) {
+        assert!(session.receive(msg, now).is_err(), "a replay was delivered");
+    }
+}
+
+/// The same at the window's limit: a flood of an eighth of the capacity
+/// per second, all stamped exactly "now" (the worst case the cache
+/// documents), still lets the honest message in.
+#[test]
+fn a_flood_stamped_exactly_now_within_an_eighth_of_capacity_does_not_lock_out() {
+    const CAPACITY: usize = 256;
+    let mut session = session_at(CAPACITY);
+    let topic = Topic::new([1; 32]);
+    session.subscribe(&Topics::one(topic));
+    let honest = key(0xEF);
+    for second in 0..70u64 {
+        let now = NOW + second;
+        for _ in 0..(CAPACITY / 8 - 1) {
+            let fresh = SigningKey::from_bytes(&rand::random());
+            let msg = SignedEphemeral::seal(
+                &fresh,
+                &EphemeralPayload::new(topic, rand::random(), now, vec![0]),
+            )
+            .expect("seal");
+            assert!(session.receive(&msg, now).is_ok());
+        }
+        let msg =
+            SignedEphemeral::seal(&honest, &EphemeralPayload::new(topic, second, now, vec![1]))
+                .expect("seal");
+        assert!(session.receive(&msg, now).is_ok(), "second {second}");
+        assert!(session.dedup_len() <= CAPACITY);
+    }
+}
+
+/// The deduplication window's memory, measured against the stated bound
+/// (`BASE_BYTES + 24 B x entries + 160 B x seconds`) is the nonce cache's
+/// own test (`nonce_cache_memory.rs`); here: the default configuration
+/// states the numbers the module docs quote.
+#[test]
+fn the_default_bounds_are_the_documented_ones() {
+    let config = EphemeralConfig::default();
+    assert_eq!(config.max_payload, 65_536);
+    assert_eq!(config.max_age, Duration::from_secs(30));
+    assert_eq!(config.dedup_capacity, 65_536);
+    assert_eq!(config.max_remote_topics, 1024);
+    // 8 x the default verify budget: a single connection's flood cannot
+    // reach an eighth of the capacity per second.
+    assert_eq!(
+        config.dedup_capacity / 8,
+        VerifyBudget::DEFAULT.per_second() as usize
+    );
+    let bound = bijou_proto::nonce_cache::NonceCache::BASE_BYTES
+        + bijou_proto::nonce_cache::NonceCache::BYTES_PER_ENTRY * config.dedup_capacity
+        + bijou_proto::nonce_cache::NonceCache::BYTES_PER_SECOND * 61;
+    assert!(bound < 1_700_000, "{bound}");
+}

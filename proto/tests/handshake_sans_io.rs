@@ -1,0 +1,212 @@
+//! The handshake's two state machines with no runtime and no transport:
+//! every refusal the responder sends and every check the initiator makes,
+//! driven with bytes and the time alone.
+
+use bijou_codec::Wire;
+use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, Responder};
+use bijou_proto::message::{
+    Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
+};
+use bijou_signing::{ed25519_dalek::SigningKey, Identity, Signed};
+use bytes::Bytes;
+
+const NOW: u64 = 1_800_000_000;
+
+fn key(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&[n; 32])
+}
+
+fn responder() -> Responder {
+    Responder::new(HandshakeConfig::default()).with_service_name(b"sync.example")
+}
+
+fn challenge(from: u8, audience: Audience, at: u64, nonce: u8) -> Initiator {
+    Initiator::new(&key(from), audience, at, [nonce; 16]).expect("challenge")
+}
+
+fn refusal(responder: &Responder, message: Bytes, now: u64) -> RejectionReason {
+    let answer = responder.answer(&key(2), message, now);
+    let reply = answer.reply.expect("a rejection is sent");
+    match HandshakeMessage::decode(reply).expect("decodes") {
+        HandshakeMessage::Rejection(Rejection { reason, timestamp }) => {
+            assert_eq!(timestamp, now);
+            match answer.outcome {
+                Err(HandshakeError::Refused { reason: r, .. }) => assert_eq!(r, reason),
+                other => panic!("{other:?}"),
+            }
+            reason
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn both_sides_agree_by_key_and_by_service_name() {
+    let responder = responder();
+    for audience in [
+        Audience::Known(key(2).peer_id()),
+        Audience::discover(b"sync.example"),
+    ] {
+        let initiator = challenge(1, audience, NOW, audience_nonce(&audience));
+        let answer = responder.answer(&key(2), initiator.challenge().clone(), NOW + 5);
+        let at_bob = answer.outcome.expect("accepted");
+        let at_alice = initiator
+            .receive(answer.reply.expect("response"))
+            .expect("verified");
+        assert_eq!(at_bob.peer(), key(1).peer_id());
+        assert_eq!(at_alice.peer(), key(2).peer_id());
+        assert_eq!(at_bob.challenge_digest(), at_alice.challenge_digest());
+        assert_eq!(
+            (at_bob.remote_time(), at_alice.remote_time()),
+            (NOW, NOW + 5)
+        );
+    }
+}
+
+fn audience_nonce(audience: &Audience) -> u8 {
+    match audience {
+        Audience::Known(_) => 1,
+        Audience::Discover(_) => 2,
+    }
+}
+
+#[test]
+fn the_responder_refuses_for_every_reason_and_says_which() {
+    let responder = responder();
+    let me = Audience::Known(key(2).peer_id());
+    // Another peer, another service.
+    let wrong = challenge(1, Audience::Known(key(3).peer_id()), NOW, 1);
+    assert_eq!(
+        refusal(&responder, wrong.challenge().clone(), NOW),
+        RejectionReason::InvalidAudience
+    );
+    let wrong = challenge(1, Audience::discover(b"elsewhere"), NOW, 2);
+    assert_eq!(
+        refusal(&responder, wrong.challenge().clone(), NOW),
+        RejectionReason::InvalidAudience
+    );
+    // Drift: 601 s either way, with the default 600 s.
+    for at in [NOW - 601, NOW + 601] {
+        let drifted = challenge(1, me, at, 3);
+        assert_eq!(
+            refusal(&responder, drifted.challenge().clone(), NOW),
+            RejectionReason::ClockDrift
+        );
+    }
+    // A forged signature.
+    let mut forged = challenge(1, me, NOW, 4).challenge().to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    assert_eq!(
+        refusal(&responder, Bytes::from(forged), NOW),
+        RejectionReason::InvalidSignature
+    );
+    // A replay, at the edge of the window and in the middle.
+    let fresh = challenge(1, me, NOW, 5);
+    assert!(responder
+        .answer(&key(2), fresh.challenge().clone(), NOW)
+        .outcome
+        .is_ok());
+    for now in [NOW, NOW + 300, NOW + 600] {
+        assert_eq!(
+            refusal(&responder, fresh.challenge().clone(), now),
+            RejectionReason::ReplayedNonce
+        );
+    }
+}
+
+#[test]
+fn the_responder_says_nothing_to_what_is_not_a_challenge() {
+    let responder = responder();
+    for (message, want) in [
+        (Bytes::from(vec![0u8; 257]), "too large"),
+        (Bytes::from_static(b"SUH\0\x07"), "malformed"),
+        (
+            HandshakeMessage::Rejection(Rejection {
+                reason: RejectionReason::ClockDrift,
+                timestamp: NOW,
+            })
+            .encode()
+            .expect("encode"),
+            "unexpected",
+        ),
+    ] {
+        let answer = responder.answer(&key(2), message, NOW);
+        assert!(answer.reply.is_none(), "{want}");
+        let ok = matches!(
+            (&answer.outcome, want),
+            (
+                Err(HandshakeError::TooLarge { len: 257, max: 256 }),
+                "too large"
+            ) | (Err(HandshakeError::Malformed(_)), "malformed")
+                | (
+                    Err(HandshakeError::Unexpected {
+                        expected: "challenge",
+                        found: "rejection",
+                    }),
+                    "unexpected",
+                )
+        );
+        assert!(ok, "{want}: {:?}", answer.outcome);
+    }
+}
+
+#[test]
+fn the_initiator_checks_the_reply() {
+    let me = key(1);
+    let bob = key(2);
+    let audience = Audience::Known(bob.peer_id());
+    let initiator = challenge(1, audience, NOW, 9);
+    // A rejection is reported with the responder's reason and time.
+    let rejection = HandshakeMessage::Rejection(Rejection {
+        reason: RejectionReason::InvalidAudience,
+        timestamp: NOW + 1,
+    })
+    .encode()
+    .expect("encode");
+    assert!(matches!(
+        initiator.clone().receive(rejection),
+        Err(HandshakeError::Rejected {
+            reason: RejectionReason::InvalidAudience,
+            responder_time
+        }) if responder_time == NOW + 1
+    ));
+    // A response by someone other than the audience.
+    let digest = initiator.challenge_digest();
+    let sealed = |by: &SigningKey, response: &Response| {
+        HandshakeMessage::Response(Signed::seal(by, response).expect("seal"))
+            .encode()
+            .expect("encode")
+    };
+    let ours = Response::new(digest, NOW);
+    assert!(matches!(
+        initiator.clone().receive(sealed(&key(3), &ours)),
+        Err(HandshakeError::WrongResponder { .. })
+    ));
+    // A response naming another challenge.
+    let other = Challenge::new(audience, NOW, [8; 16]);
+    let other = Response::for_challenge(&other, NOW).expect("response");
+    assert!(matches!(
+        initiator.clone().receive(sealed(&bob, &other)),
+        Err(HandshakeError::ChallengeDigest { expected, .. }) if expected == digest
+    ));
+    // A forged response signature.
+    let mut forged = sealed(&bob, &ours).to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    assert!(matches!(
+        initiator.clone().receive(Bytes::from(forged)),
+        Err(HandshakeError::ResponseSignature(_))
+    ));
+    // A challenge where a response belongs.
+    let theirs = challenge(2, Audience::Known(me.peer_id()), NOW, 7);
+    assert!(matches!(
+        initiator.clone().receive(theirs.challenge().clone()),
+        Err(HandshakeError::Unexpected {
+            expected: "response",
+            found: "challenge"
+        })
+    ));
+    // And the real one passes.
+    assert!(initiator.receive(sealed(&bob, &ours)).is_ok());
+}
