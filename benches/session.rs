@@ -15,6 +15,8 @@
 //!   as `rtt_p50`/`rtt_p99`) on a 2-worker runtime while 4 authenticated
 //!   peers send 2,048-commit batch responses as fast as their verify budget
 //!   lets them, over loopback TCP.
+//! - `session/handshakes`: challenges answered by one `Responder` (one
+//!   replay cache) from one thread and from two: time per 2,048 handshakes.
 //! - `session/aggregate`: verified commits per second across 8 connections
 //!   on a 2-worker runtime (`connections`), against `verify_strict` on one
 //!   thread (`single_core_strict`): time per commit.
@@ -396,9 +398,59 @@ fn aggregate(c: &mut Criterion) {
     group.finish();
 }
 
+/// Challenges from distinct keys with fresh nonces, signed once.
+fn challenges(n: usize, server: PeerId) -> Vec<Bytes> {
+    (0..n)
+        .map(|i| {
+            let mut seed = [0u8; 32];
+            seed[..8].copy_from_slice(&(i as u64 + 1).to_be_bytes());
+            let key = SigningKey::from_bytes(&seed);
+            let mut nonce = [0u8; 16];
+            nonce[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            Initiator::new(&key, Audience::Known(server), 1_800_000_000, nonce)
+                .expect("challenge")
+                .challenge()
+                .clone()
+        })
+        .collect()
+}
+
+/// Handshakes answered per second by one responder (shared replay cache)
+/// from one thread and from two.
+fn handshakes(c: &mut Criterion) {
+    let server = SigningKey::from_bytes(&[0xB0; 32]);
+    let all = challenges(2048, server.peer_id());
+    let mut group = c.benchmark_group("session/handshakes");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(all.len() as u64));
+    for threads in [1usize, 2] {
+        group.bench_function(BenchmarkId::new("threads", threads), |b| {
+            b.iter_batched(
+                || Responder::new(HandshakeConfig::default()),
+                |responder| {
+                    std::thread::scope(|scope| {
+                        for part in all.chunks(all.len() / threads) {
+                            let (responder, server) = (&responder, &server);
+                            scope.spawn(move || {
+                                for challenge in part {
+                                    let answer =
+                                        responder.answer(server, challenge.clone(), 1_800_000_000);
+                                    assert!(answer.outcome.is_ok());
+                                }
+                            });
+                        }
+                    });
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
-    targets = poll_bound, verify_throughput, aggregate, flood
+    targets = poll_bound, verify_throughput, aggregate, handshakes, flood
 }
 criterion_main!(benches);

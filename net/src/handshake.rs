@@ -60,7 +60,7 @@ fn handshake_hint(err: &HandshakeError) -> &'static str {
         HandshakeError::Rejected {
             reason: RejectionReason::InvalidAudience,
             ..
-        } => "; the server is not the audience we addressed: pin its key with the server id it prints, or address its service name (by default the host:port it listens on)",
+        } => "; the server is neither the peer nor the service we addressed: address its own key (Audience::Known) or the service name it was started with (Audience::discover; a Subduction server's --service-name, by default the host:port it listens on)",
         HandshakeError::Rejected {
             reason: RejectionReason::ClockDrift,
             ..
@@ -198,4 +198,23 @@ where
     .await?;
     transport.set_max_message_length(config.max_message_length);
     Ok(authenticated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bijou_proto::message::Audience;
+
+    #[test]
+    fn an_audience_refusal_says_what_was_sent_and_what_to_try() {
+        let err = ConnectError::from(HandshakeError::Rejected {
+            reason: RejectionReason::InvalidAudience,
+            responder_time: 5,
+            sent: Audience::discover(b"127.0.0.1:7879"),
+        });
+        let text = err.to_string();
+        assert!(text.contains("we addressed discovery id "), "{text}");
+        assert!(text.contains("--service-name"), "{text}");
+        assert!(err.handshake().is_some() && !err.is_timeout());
+    }
 }

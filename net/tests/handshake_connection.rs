@@ -209,7 +209,8 @@ async fn wrong_audience_is_refused_and_the_initiator_learns_why() {
             client,
             Err(ConnectError::Handshake(HandshakeError::Rejected {
                 reason: RejectionReason::InvalidAudience,
-                responder_time: NOW
+                responder_time: NOW,
+                ..
             }))
         ));
         assert!(matches!(

@@ -168,8 +168,9 @@ fn the_initiator_checks_the_reply() {
         initiator.clone().receive(rejection),
         Err(HandshakeError::Rejected {
             reason: RejectionReason::InvalidAudience,
-            responder_time
-        }) if responder_time == NOW + 1
+            responder_time,
+            sent,
+        }) if responder_time == NOW + 1 && sent == audience
     ));
     // A response by someone other than the audience.
     let digest = initiator.challenge_digest();

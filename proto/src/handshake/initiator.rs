@@ -96,6 +96,7 @@ impl Initiator {
                 Err(HandshakeError::Rejected {
                     reason,
                     responder_time: timestamp,
+                    sent: self.audience,
                 })
             }
             HandshakeMessage::Challenge(_) => Err(HandshakeError::Unexpected {

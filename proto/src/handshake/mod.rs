@@ -77,7 +77,9 @@ use bijou_codec::Wire;
 use bijou_signing::{Digest, PeerId, SealError, VerifyError};
 use bytes::Bytes;
 
-use crate::message::{Challenge, HandshakeMessage, Message, MessageError, RejectionReason};
+use crate::message::{
+    Audience, Challenge, HandshakeMessage, Message, MessageError, RejectionReason,
+};
 pub use crate::time::Clock;
 
 mod initiator;
@@ -172,12 +174,14 @@ pub enum HandshakeError {
         found: &'static str,
     },
     /// (Initiator) the responder refused our challenge.
-    #[error("responder rejected the challenge: {reason:?} (responder time {responder_time})")]
+    #[error("responder rejected the challenge: {reason:?} (we addressed {sent}; responder time {responder_time})")]
     Rejected {
         /// The responder's reason.
         reason: RejectionReason,
         /// The responder's clock, unix seconds.
         responder_time: u64,
+        /// The audience our challenge was addressed to.
+        sent: Audience,
     },
     /// (Responder) we refused the peer's challenge and told it why.
     #[error("refused the peer's challenge: {reason:?}")]

@@ -24,6 +24,27 @@ pub enum Audience {
     Discover([u8; 32]),
 }
 
+/// `peer <64 hex digits>` or `discovery id <64 hex digits>`, as an error
+/// message names what a challenge was addressed to.
+///
+/// ```
+/// use bijou_proto::message::Audience;
+/// let text = Audience::discover(b"sync.example.com").to_string();
+/// assert!(text.starts_with("discovery id "));
+/// assert_eq!(text.len(), "discovery id ".len() + 64);
+/// ```
+impl std::fmt::Display for Audience {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Known(peer) => write!(f, "peer {peer}"),
+            Self::Discover(id) => {
+                f.write_str("discovery id ")?;
+                id.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+        }
+    }
+}
+
 /// The discovery id of a service name: its BLAKE3 hash, as Subduction
 /// derives it (`DiscoveryId::new`).
 ///
