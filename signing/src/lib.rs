@@ -35,6 +35,9 @@
 //!   is decompressed only when verifying.
 //! - [`Verified<T>`]: obtainable only by verification.
 //! - [`verify_batch`]: many at once, with the strict accept set.
+//! - [`key_file`] (feature `std`): new keys from the operating system's
+//!   randomness, and key files (64 hex digits, as `subduction_cli
+//!   --key-file` reads them).
 //! - [`Identity`], [`PeerId`]: who signs, and how peers are named
 //!   (`Display`/`FromStr` as lower-case hex; `serde` with the `serde`
 //!   feature).
@@ -98,6 +101,8 @@ pub mod digest;
 pub mod error;
 pub mod hex;
 pub mod identity;
+#[cfg(feature = "std")]
+pub mod key_file;
 pub mod payload;
 pub mod peer_id;
 pub mod signed;
