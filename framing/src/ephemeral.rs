@@ -248,7 +248,7 @@ impl EphemeralSession {
     /// A session with no subscriptions.
     #[must_use]
     pub fn new(config: EphemeralConfig) -> Self {
-        let seen = NonceCache::new(config.max_age, config.dedup_capacity);
+        let seen = NonceCache::unsharded(config.max_age, config.dedup_capacity);
         Self {
             config,
             local: BTreeSet::new(),
@@ -262,7 +262,7 @@ impl EphemeralSession {
     /// Subscribes); the deduplication window starts empty, sized for the
     /// new configuration.
     pub fn set_config(&mut self, config: EphemeralConfig) {
-        self.seen = NonceCache::new(config.max_age, config.dedup_capacity);
+        self.seen = NonceCache::unsharded(config.max_age, config.dedup_capacity);
         self.config = config;
     }
 
