@@ -107,20 +107,27 @@
 //!
 //! **Sizing.** With `capacity >= flood rate x (2 x max_drift + 1) x 8/7`
 //! the window never narrows, and every peer within the drift gets in.
-//! Memory: at most [`NonceCache::BYTES_PER_ENTRY`] (25) bytes per entry
-//! (table at least 3/8 full after growing, and a slab that grows by an
-//! eighth at a time: 10.7 + 13.5), plus [`NonceCache::BYTES_PER_SECOND`]
-//! (64) per timestamp second held, plus [`NonceCache::BASE_BYTES`] (32 KiB)
-//! for 32 shards (measured by `framing/tests/nonce_cache_memory.rs`; about
-//! 19 B per entry in a full cache). Memory follows the most entries held at
-//! once, not the current count: a shard keeps its table and slab (to reuse
-//! them) until it is empty again, when it frees them. So the default
-//! [`DEFAULT_NONCE_CAPACITY`] of 2^21 entries (2,146,304 with the shards'
-//! headroom) stays under 52 MiB with a 600 s drift, and an idle or drained
-//! cache holds only its shards' fixed parts. One transient exception: while
-//! a shard's table doubles, its old and new tables briefly coexist (up to
-//! 16 B per entry for the table instead of 10.7), for the duration of one
-//! rehash.
+//!
+//! **Bound.** At most [`NonceCache::BYTES_PER_ENTRY`] (25) bytes per entry
+//! (a table at least 3/8 full once grown, 10.7 B, and a slab that grows by
+//! an eighth at a time, 13.5 B), plus [`NonceCache::BYTES_PER_SECOND`] (64)
+//! per shard-second (a timestamp second held by one shard: at most
+//! `min(entries, shards x (2 x max_drift + 1))`), plus
+//! [`NonceCache::BASE_BYTES`] (32 KiB, for 32 shards). Measured by
+//! `framing/tests/nonce_cache_memory.rs`: 20 to 24 B per entry in a full
+//! cache. Memory follows the most entries held at once, not the current
+//! count: a shard keeps its table and slab (to reuse them) until it is
+//! empty again, when it frees them, keeping only its fixed part (256 bytes
+//! of heap per shard when sharded; an unsharded cache's is inline, so an
+//! idle one holds no heap at all).
+//! So the default [`DEFAULT_NONCE_CAPACITY`] of 2^21 (2,146,304 entries
+//! with the shards' headroom) stays under 54 MiB with a 600 s drift. One
+//! transient exception: while a shard's table doubles, its old table (at
+//! most 5.4 B per entry of that shard) coexists with the new one, and a
+//! slab reallocation may copy (13.5 B per entry of that shard), for the
+//! instant of one rehash or copy; one shard at a time per thread, so a
+//! fraction of a percent for a sharded cache, and up to 19 B per entry
+//! more for an unsharded one.
 //!
 //! ```
 //! use bijou_framing::nonce_cache::{NonceCache, NonceCheck};
@@ -179,7 +186,7 @@ use bijou_signing::PeerId;
 use siphasher::sip::SipHasher13;
 
 /// Default number of nonces a cache holds: 2^21 (plus the shards'
-/// headroom, 2,146,304 in all; under 52 MiB).
+/// headroom, 2,146,304 in all; under 54 MiB).
 pub const DEFAULT_NONCE_CAPACITY: usize = 1 << 21;
 
 /// Smallest per-shard capacity [`NonceCache::new`] splits into.
@@ -220,8 +227,14 @@ pub enum NonceCheck {
 pub struct NonceCache {
     max_drift: u64,
     key: (u64, u64),
-    /// A power of two; each shard owns the hashes whose bits 32.. pick it.
-    shards: Box<[Padded]>,
+    shards: Shards,
+}
+
+/// One shard inline (no allocation while idle), or a power of two of
+/// them, each owning the hashes whose bits 32.. pick it.
+enum Shards {
+    One(Mutex<Shard>),
+    Many(Box<[Padded]>),
 }
 
 /// One shard behind its own lock, on its own cache lines, so that two
@@ -235,20 +248,23 @@ impl NonceCache {
     /// once grown (10.7 B), and 12 bytes of slab grown by an eighth at a
     /// time (13.5 B). With [`NonceCache::BYTES_PER_SECOND`], the stated
     /// bound: heap <= `BASE_BYTES + BYTES_PER_ENTRY x entries +
-    /// BYTES_PER_SECOND x seconds`, where `entries` and `seconds` are the
-    /// most held at once since each shard was last empty (at most
-    /// [`NonceCache::capacity`] and `2 x max_drift + 1`), checked by
+    /// BYTES_PER_SECOND x shard-seconds`, where `entries` is the most held
+    /// at once since each shard was last empty (at most
+    /// [`NonceCache::capacity`]) and shard-seconds the timestamp seconds
+    /// held, counted once per shard holding them (at most
+    /// `min(entries, shards x (2 x max_drift + 1))`), checked by
     /// `framing/tests/nonce_cache_memory.rs`.
     pub const BYTES_PER_ENTRY: usize = 25;
 
     /// Heap bytes of a cache with every shard holding something (each
-    /// shard's fixed part, its smallest table, slab and maps), for up to 32
-    /// shards; an unsharded cache needs under a thirtieth of it.
+    /// shard's 256-byte fixed part when sharded, its smallest table, slab
+    /// and maps), for up to 32 shards; an unsharded cache needs a
+    /// thirty-second of it.
     pub const BASE_BYTES: usize = 32 * 1024;
 
-    /// Heap bytes per distinct timestamp second held (its entry in the map
-    /// of seconds and in the heap); there are at most `2 x max_drift + 1`
-    /// of them per shard.
+    /// Heap bytes per timestamp second held by a shard (its entry in the
+    /// shard's map of seconds and in its heap); a shard holds at most
+    /// `2 x max_drift + 1` of them while the clock moves forward.
     pub const BYTES_PER_SECOND: usize = 64;
 
     /// A cache for a responder that allows `max_drift` (whole seconds; a
@@ -277,18 +293,17 @@ impl NonceCache {
     fn with_shards(max_drift: Duration, capacity: usize, shards: usize) -> Self {
         let max_drift = max_drift.as_secs();
         let per_shard = capacity.div_ceil(shards);
-        let headroom = if shards > 1 {
-            6 * per_shard.isqrt()
-        } else {
-            0
-        };
+        let headroom = if shards > 1 { 6 * per_shard.isqrt() } else { 0 };
         let per_shard = (per_shard + headroom).min(MAX_SHARD_ENTRIES);
+        let shard = || Mutex::new(Shard::new(max_drift, per_shard));
         Self {
             max_drift,
             key: (rand::random(), rand::random()),
-            shards: (0..shards)
-                .map(|_| Padded(Mutex::new(Shard::new(max_drift, per_shard))))
-                .collect(),
+            shards: if shards > 1 {
+                Shards::Many((0..shards).map(|_| Padded(shard())).collect())
+            } else {
+                Shards::One(shard())
+            },
         }
     }
 
@@ -301,7 +316,18 @@ impl NonceCache {
     /// How many shards (locks) the cache is split into.
     #[must_use]
     pub fn shards(&self) -> usize {
-        self.shards.len()
+        match &self.shards {
+            Shards::One(_) => 1,
+            Shards::Many(shards) => shards.len(),
+        }
+    }
+
+    fn each_shard(&self) -> impl Iterator<Item = &Mutex<Shard>> {
+        let (one, many) = match &self.shards {
+            Shards::One(shard) => (Some(shard), &[][..]),
+            Shards::Many(shards) => (None, &shards[..]),
+        };
+        one.into_iter().chain(many.iter().map(|padded| &padded.0))
     }
 
     /// The most nonces held at once: the sum of the shards' capacities
@@ -345,7 +371,7 @@ impl NonceCache {
     /// already seen, which an honest peer, stamping its current time, does
     /// not use again.
     pub fn evict_expired(&self, now: u64) {
-        for shard in &self.shards {
+        for shard in self.each_shard() {
             lock(shard).evict_expired(now);
         }
     }
@@ -362,9 +388,10 @@ impl NonceCache {
     ) -> NonceCheck {
         let hash = self.hash(&issuer, nonce.as_ref());
         // (Never `None`; if it were, refusing is the safe answer.)
-        self.shard(hash).map_or(NonceCheck::PossibleReplay, |shard| {
-            lock(shard).check_and_insert(hash, timestamp, now)
-        })
+        self.shard(hash)
+            .map_or(NonceCheck::PossibleReplay, |shard| {
+                lock(shard).check_and_insert(hash, timestamp, now)
+            })
     }
 
     /// What [`NonceCache::check_and_insert`] would answer, without
@@ -381,26 +408,29 @@ impl NonceCache {
         now: u64,
     ) -> NonceCheck {
         let hash = self.hash(&issuer, nonce.as_ref());
-        self.shard(hash).map_or(NonceCheck::PossibleReplay, |shard| {
-            lock(shard).check_hash(hash, timestamp, now)
-        })
+        self.shard(hash)
+            .map_or(NonceCheck::PossibleReplay, |shard| {
+                lock(shard).check_hash(hash, timestamp, now)
+            })
     }
 
     /// The shard owning `hash`. Bits 32.. pick it; the table uses the low
     /// bits (the home slot) and the top byte (the fingerprint), so within
-    /// a shard those stay uniform. (`shards.len()` is a non-zero power of
+    /// a shard those stay uniform. (The number of shards is a power of
     /// two, so this is never `None`.)
-    fn shard(&self, hash: u64) -> Option<&Padded> {
-        self.shards.get(self.shard_index(hash))
+    fn shard(&self, hash: u64) -> Option<&Mutex<Shard>> {
+        match &self.shards {
+            Shards::One(shard) => Some(shard),
+            Shards::Many(shards) => shards.get(self.shard_index(hash)).map(|padded| &padded.0),
+        }
     }
 
     fn shard_index(&self, hash: u64) -> usize {
-        (hash >> 32) as usize & (self.shards.len().max(1) - 1)
+        (hash >> 32) as usize & (self.shards() - 1)
     }
 
     fn fold_shards<T>(&self, init: T, mut f: impl FnMut(T, &Shard) -> T) -> T {
-        self.shards
-            .iter()
+        self.each_shard()
             .fold(init, |acc, shard| f(acc, &lock(shard)))
     }
 
@@ -422,8 +452,8 @@ impl NonceCache {
 /// A poisoned lock only means another thread panicked mid-check; a shard's
 /// invariants hold between its statements that can panic (none on input),
 /// so keep using it.
-fn lock(shard: &Padded) -> MutexGuard<'_, Shard> {
-    shard.0.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    shard.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Clone for NonceCache {
@@ -432,11 +462,15 @@ impl Clone for NonceCache {
         Self {
             max_drift: self.max_drift,
             key: self.key,
-            shards: self
-                .shards
-                .iter()
-                .map(|shard| Padded(Mutex::new(lock(shard).clone())))
-                .collect(),
+            shards: match &self.shards {
+                Shards::One(shard) => Shards::One(Mutex::new(lock(shard).clone())),
+                Shards::Many(shards) => Shards::Many(
+                    shards
+                        .iter()
+                        .map(|padded| Padded(Mutex::new(lock(&padded.0).clone())))
+                        .collect(),
+                ),
+            },
         }
     }
 }
@@ -445,7 +479,7 @@ impl fmt::Debug for NonceCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NonceCache")
             .field("max_drift", &self.max_drift)
-            .field("shards", &self.shards.len())
+            .field("shards", &self.shards())
             .field("capacity", &self.capacity())
             .field("len", &self.len())
             .field("floor", &self.floor())
@@ -932,6 +966,12 @@ mod tests {
         );
     }
 
+    impl NonceCache {
+        fn shard_at(&self, index: usize) -> &Mutex<Shard> {
+            self.each_shard().nth(index).unwrap()
+        }
+    }
+
     fn peer(i: u64) -> PeerId {
         let mut bytes = [0u8; 32];
         bytes[..8].copy_from_slice(&i.to_be_bytes());
@@ -1100,7 +1140,9 @@ mod tests {
                 .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) % bound
         };
-        for (shards, capacity, drift) in [(1, 7, 3), (1, 50, 5), (1, 300, 20), (4, 400, 8), (8, 64, 2)] {
+        for (shards, capacity, drift) in
+            [(1, 7, 3), (1, 50, 5), (1, 300, 20), (4, 400, 8), (8, 64, 2)]
+        {
             let cache = NonceCache::with_shards(Duration::from_secs(drift), capacity, shards);
             let per_shard = cache.capacity() / shards;
             let mut reference: Vec<Reference> = (0..shards)
@@ -1137,9 +1179,9 @@ mod tests {
                 if matches!(want, NonceCheck::Replayed | NonceCheck::OutsideWindow) {
                     assert_eq!(probed, want, "step {step}: probe");
                 }
-                let held = lock(&cache.shards[shard]).len;
+                let held = lock(cache.shard_at(shard)).len;
                 assert_eq!(held, reference[shard].len, "step {step}");
-                assert_eq!(lock(&cache.shards[shard]).floor, reference[shard].floor);
+                assert_eq!(lock(cache.shard_at(shard)).floor, reference[shard].floor);
             }
             assert_eq!(cache.len(), reference.iter().map(|r| r.len).sum::<usize>());
         }
@@ -1175,9 +1217,13 @@ mod tests {
         }
         cache.evict_expired(200);
         assert!(cache.is_empty());
-        let shard = lock(&cache.shards[0]);
+        let shard = lock(cache.shard_at(0));
         assert_eq!(
-            (shard.slots.capacity(), shard.hashes.capacity(), shard.next.capacity()),
+            (
+                shard.slots.capacity(),
+                shard.hashes.capacity(),
+                shard.next.capacity()
+            ),
             (0, 0, 0)
         );
         assert_eq!(shard.floor, Some(100));
