@@ -6,7 +6,6 @@
 //! tables back.
 
 use std::alloc::System;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bijou_framing::handshake::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
@@ -17,13 +16,6 @@ use rand::{Rng, SeedableRng};
 
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
-
-/// The allocator counts every thread: one measurement at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serialised() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 const DRIFT: u64 = 600;
 const NOW: u64 = 1_800_000_000;
@@ -108,9 +100,16 @@ fn fill_and_check(
     full
 }
 
+/// One test, so that nothing else in this binary allocates while it
+/// measures (the allocator counts every thread).
 #[test]
 fn memory_stays_under_the_stated_bound() {
-    let _one = serialised();
+    flood_shaped_caches();
+    the_ephemeral_window();
+    the_default_cache();
+}
+
+fn flood_shaped_caches() {
     for (capacity, seconds, spread) in [
         (200_000, 601, false),
         (200_000, 20, false),
@@ -131,9 +130,7 @@ fn memory_stays_under_the_stated_bound() {
 }
 
 /// The ephemeral session's window: one shard of 65,536 over 61 seconds.
-#[test]
-fn the_ephemeral_window_stays_under_its_stated_bound() {
-    let _one = serialised();
+fn the_ephemeral_window() {
     let before = ALLOCATOR.allocated();
     let cache = NonceCache::unsharded(Duration::from_secs(30), 65_536);
     let full = fill_and_check(&cache, 65_536, 61, true, before);
@@ -146,9 +143,7 @@ fn the_ephemeral_window_stays_under_its_stated_bound() {
 
 /// The default responder cache: 32 shards, filled to the requested 2^21
 /// over the 601 past seconds of the window.
-#[test]
-fn the_default_cache_stays_under_its_stated_bound() {
-    let _one = serialised();
+fn the_default_cache() {
     let before = ALLOCATOR.allocated();
     let cache = NonceCache::new(Duration::from_secs(DRIFT), DEFAULT_NONCE_CAPACITY);
     assert_eq!(cache.shards(), 32);

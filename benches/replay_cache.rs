@@ -1,0 +1,333 @@
+//! The replay cache (`bijou_framing::nonce_cache::NonceCache`) against the
+//! algorithm it replaced, in one binary, and its scaling over threads.
+//!
+//! `replay_cache/window_full/*`: one handshake check (`check_and_insert`)
+//! with the default ±600 s window full: 1,500,000 entries spread over all
+//! 1,201 timestamp seconds, in the default cache (2^21, 32 shards):
+//!
+//! - `ours_fresh` / `old_scan_fresh`: a fresh pair stamped somewhere in the
+//!   window (stamps cycle over it, as a flood's do), the clock advancing
+//!   one second every 2,500 checks: a steady flood that keeps the window
+//!   full (about 1.5 M entries over 1,201 seconds) as one second expires
+//!   per second, so every check is accepted and the expiry work is
+//!   amortised in;
+//! - `ours_replay` / `old_scan_replay`: a held pair, replayed (a lookup);
+//! - `ours_empty` / `old_scan_empty`: a fresh pair in an empty cache.
+//!
+//! `old_scan_*` is the previous `NonceCache`, copied below as it was: one
+//! hash set per timestamp second, every set probed on each check.
+//!
+//! `replay_cache/threads/*`: throughput of the same steady flood of fresh
+//! checks on one default cache, from one thread and from two (`iters`
+//! checks interleaved between them, one clock), and from two threads on
+//! an unsharded cache (one lock, the responder's old layout). The
+//! two-thread speed-up is `one_thread / two_threads_sharded`.
+//!
+//! Ratios: divide the medians in
+//! `target/criterion/replay_cache/<group>/<function>/new/estimates.json`.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use bijou_frame::framing::nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
+use bijou_frame::signing::PeerId;
+use criterion::{criterion_group, criterion_main, Criterion};
+
+const NOW: u64 = 1_800_000_000;
+const DRIFT: u64 = 600;
+const WINDOW: u64 = 2 * DRIFT + 1;
+const HELD: u64 = 1_500_000;
+/// Checks per simulated second that keep about `HELD` entries over the
+/// window: stamps spread evenly over it live `DRIFT` seconds on average.
+const RATE: u64 = HELD / DRIFT;
+
+/// The previous cache, as it was (less its docs): per-second hash sets,
+/// all of them probed on each check.
+struct OldScan {
+    max_drift: u64,
+    capacity: usize,
+    key: RandomState,
+    buckets: BTreeMap<u64, HashSet<u64>>,
+    len: usize,
+    floor: Option<u64>,
+}
+
+impl OldScan {
+    fn new(max_drift: u64, capacity: usize) -> Self {
+        Self {
+            max_drift,
+            capacity: capacity.max(1),
+            key: RandomState::new(),
+            buckets: BTreeMap::new(),
+            len: 0,
+            floor: None,
+        }
+    }
+
+    fn evict_expired(&mut self, now: u64) {
+        while let Some((&ts, _)) = self.buckets.first_key_value() {
+            if ts.saturating_add(self.max_drift) >= now {
+                break;
+            }
+            self.forget_oldest();
+        }
+    }
+
+    fn check_and_insert(
+        &mut self,
+        issuer: PeerId,
+        nonce: &[u8],
+        timestamp: u64,
+        now: u64,
+    ) -> NonceCheck {
+        self.evict_expired(now);
+        let hash = self.hash(&issuer, nonce);
+        let verdict = self.check_hash(hash, timestamp, now);
+        if verdict != NonceCheck::Fresh {
+            return verdict;
+        }
+        while self.len >= self.capacity {
+            self.forget_oldest();
+        }
+        if self.below_floor(timestamp) {
+            return NonceCheck::PossibleReplay;
+        }
+        self.buckets.entry(timestamp).or_default().insert(hash);
+        self.len += 1;
+        NonceCheck::Fresh
+    }
+
+    /// Files a pair without checking it (to set the benchmark up quickly).
+    fn load(&mut self, issuer: PeerId, nonce: &[u8], timestamp: u64) {
+        let hash = self.hash(&issuer, nonce);
+        if self.buckets.entry(timestamp).or_default().insert(hash) {
+            self.len += 1;
+        }
+    }
+
+    fn check_hash(&self, hash: u64, timestamp: u64, now: u64) -> NonceCheck {
+        if timestamp.abs_diff(now) > self.max_drift {
+            return NonceCheck::OutsideWindow;
+        }
+        if self.below_floor(timestamp) {
+            return NonceCheck::PossibleReplay;
+        }
+        if self
+            .buckets
+            .get(&timestamp)
+            .is_some_and(|bucket| bucket.contains(&hash))
+            || self.buckets.values().any(|bucket| bucket.contains(&hash))
+        {
+            return NonceCheck::Replayed;
+        }
+        if timestamp > now && self.len >= self.capacity - (self.capacity / 8).max(1) {
+            return NonceCheck::FutureUnderLoad;
+        }
+        NonceCheck::Fresh
+    }
+
+    fn below_floor(&self, timestamp: u64) -> bool {
+        self.floor.is_some_and(|floor| timestamp <= floor)
+    }
+
+    fn forget_oldest(&mut self) {
+        if let Some((ts, bucket)) = self.buckets.pop_first() {
+            self.floor = Some(self.floor.map_or(ts, |floor| floor.max(ts)));
+            self.len -= bucket.len();
+        }
+    }
+
+    fn hash(&self, issuer: &PeerId, nonce: &[u8]) -> u64 {
+        let mut hasher = self.key.build_hasher();
+        hasher.write(issuer.as_bytes());
+        hasher.write(nonce);
+        hasher.finish()
+    }
+}
+
+/// The `i`-th pair of a stream (`stream` tells threads apart): a fresh
+/// issuer and nonce, as a flood from fresh keys sends.
+fn pair(stream: u64, i: u64) -> (PeerId, [u8; 16]) {
+    let mut issuer = [0u8; 32];
+    issuer[..8].copy_from_slice(&stream.to_be_bytes());
+    issuer[8..16].copy_from_slice(&i.to_be_bytes());
+    let mut nonce = [0u8; 16];
+    nonce[..8].copy_from_slice(&i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_be_bytes());
+    (PeerId::from_bytes(issuer), nonce)
+}
+
+/// A stamp cycling over the whole window around `NOW`.
+fn window_stamp(i: u64) -> u64 {
+    NOW - DRIFT + i % WINDOW
+}
+
+/// The `n`-th check of the steady flood (after the `HELD` loaded at
+/// `NOW`): the clock and the stamp, cycling over the window around it.
+fn steady(n: u64) -> (u64, u64) {
+    let now = NOW + n / RATE;
+    (now, now - DRIFT + (HELD + n) % WINDOW)
+}
+
+fn window_full(c: &mut Criterion) {
+    let ours = NonceCache::new(Duration::from_secs(DRIFT), DEFAULT_NONCE_CAPACITY);
+    let mut old = OldScan::new(DRIFT, DEFAULT_NONCE_CAPACITY);
+    for i in 0..HELD {
+        let (issuer, nonce) = pair(0, i);
+        assert_eq!(
+            ours.check_and_insert(issuer, nonce, window_stamp(i), NOW),
+            NonceCheck::Fresh
+        );
+        old.load(issuer, &nonce, window_stamp(i));
+    }
+    assert_eq!(old.buckets.len() as u64, WINDOW);
+    let mut group = c.benchmark_group("replay_cache/window_full");
+    group.sample_size(30);
+    group.warm_up_time(Duration::from_secs(2));
+    group.measurement_time(Duration::from_secs(5));
+
+    // Interleaved: each peer right after the other, on the same pairs.
+    let mut i = 0;
+    group.bench_function("ours_replay", |b| {
+        b.iter(|| {
+            i = (i + 7_919) % HELD;
+            let (issuer, nonce) = pair(0, i);
+            black_box(ours.check_and_insert(issuer, nonce, window_stamp(i), NOW))
+        });
+    });
+    let mut i = 0;
+    group.bench_function("old_scan_replay", |b| {
+        b.iter(|| {
+            i = (i + 7_919) % HELD;
+            let (issuer, nonce) = pair(0, i);
+            black_box(old.check_and_insert(issuer, &nonce, window_stamp(i), NOW))
+        });
+    });
+    let (mut n, mut refused) = (0, 0);
+    group.bench_function("ours_fresh", |b| {
+        b.iter(|| {
+            n += 1;
+            let (now, ts) = steady(n);
+            let (issuer, nonce) = pair(0, HELD + n);
+            let verdict = ours.check_and_insert(issuer, nonce, ts, now);
+            refused += u64::from(verdict != NonceCheck::Fresh);
+            black_box(verdict)
+        });
+    });
+    eprintln!(
+        "ours: {n} fresh checks, {refused} refused; {} held (floor {:?})",
+        ours.len(),
+        ours.floor()
+    );
+    let (mut n, mut refused) = (0, 0);
+    group.bench_function("old_scan_fresh", |b| {
+        b.iter(|| {
+            n += 1;
+            let (now, ts) = steady(n);
+            let (issuer, nonce) = pair(0, HELD + n);
+            let verdict = old.check_and_insert(issuer, &nonce, ts, now);
+            refused += u64::from(verdict != NonceCheck::Fresh);
+            black_box(verdict)
+        });
+    });
+    eprintln!(
+        "old: {n} fresh checks, {refused} refused; {} held in {} s (floor {:?})",
+        old.len,
+        old.buckets.len(),
+        old.floor
+    );
+    drop(ours);
+    drop(old);
+
+    // The empty-cache baseline (the old cache's best case): a fresh pair
+    // stamped now, then forgotten by the next check one window later, so
+    // the cache stays nearly empty.
+    let ours = NonceCache::new(Duration::from_secs(DRIFT), DEFAULT_NONCE_CAPACITY);
+    let mut now = NOW;
+    let mut i = 0;
+    group.bench_function("ours_empty", |b| {
+        b.iter(|| {
+            i += 1;
+            now += WINDOW;
+            let (issuer, nonce) = pair(0, i);
+            black_box(ours.check_and_insert(issuer, nonce, now, now))
+        });
+    });
+    let mut old = OldScan::new(DRIFT, DEFAULT_NONCE_CAPACITY);
+    let mut now = NOW;
+    let mut i = 0;
+    group.bench_function("old_scan_empty", |b| {
+        b.iter(|| {
+            i += 1;
+            now += WINDOW;
+            let (issuer, nonce) = pair(0, i);
+            black_box(old.check_and_insert(issuer, &nonce, now, now))
+        });
+    });
+    group.finish();
+}
+
+/// Checks `n` from `next` on of the steady flood (`iters` of them),
+/// interleaved over `threads` threads, on one clock; the wall time for all
+/// of them.
+fn run_threads(cache: &NonceCache, threads: u64, iters: u64, next: &mut u64) -> Duration {
+    let first = *next;
+    *next += iters;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            scope.spawn(move || {
+                let mut n = first + t;
+                while n < first + iters {
+                    let (now, ts) = steady(n);
+                    let (issuer, nonce) = pair(0, HELD + n);
+                    black_box(cache.check_and_insert(issuer, nonce, ts, now));
+                    n += threads;
+                }
+            });
+        }
+    });
+    started.elapsed()
+}
+
+fn loaded(cache: NonceCache) -> NonceCache {
+    for i in 0..HELD {
+        let (issuer, nonce) = pair(0, i);
+        cache.check_and_insert(issuer, nonce, window_stamp(i), NOW);
+    }
+    cache
+}
+
+fn threads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("replay_cache/threads");
+    group.sample_size(20);
+    group.warm_up_time(Duration::from_secs(2));
+    group.measurement_time(Duration::from_secs(6));
+    let drift = Duration::from_secs(DRIFT);
+    let sharded = loaded(NonceCache::new(drift, DEFAULT_NONCE_CAPACITY));
+    let one_lock = loaded(NonceCache::unsharded(drift, DEFAULT_NONCE_CAPACITY));
+    // One flood (one clock) through the sharded cache, whichever the
+    // number of threads.
+    let mut next = 1;
+    group.bench_function("one_thread", |b| {
+        b.iter_custom(|iters| run_threads(&sharded, 1, iters, &mut next));
+    });
+    group.bench_function("two_threads_sharded", |b| {
+        b.iter_custom(|iters| run_threads(&sharded, 2, iters, &mut next));
+    });
+    let held = (sharded.len(), sharded.floor());
+    let mut next = 1;
+    group.bench_function("two_threads_one_lock", |b| {
+        b.iter_custom(|iters| run_threads(&one_lock, 2, iters, &mut next));
+    });
+    eprintln!(
+        "held at the end: sharded {held:?}, one lock {:?}",
+        (one_lock.len(), one_lock.floor())
+    );
+    group.finish();
+}
+
+criterion_group!(benches, window_full, threads);
+criterion_main!(benches);
