@@ -2,8 +2,9 @@
 //! algorithm it replaced, in one binary, and its scaling over threads.
 //!
 //! `replay_cache/window_full/*`: one handshake check (`check_and_insert`)
-//! with the default ±600 s window full: 1,500,000 entries spread over all
-//! 1,201 timestamp seconds, in the default cache (2^21, 32 shards):
+//! with the default ±600 s window full: about 1,500,000 entries spread
+//! over all 1,201 timestamp seconds as a steady flood leaves them, in the
+//! default cache (2^21, 32 shards):
 //!
 //! - `ours_fresh` / `old_scan_fresh`: a fresh pair stamped somewhere in the
 //!   window (stamps cycle over it, as a flood's do), the clock advancing
@@ -159,9 +160,18 @@ fn pair(stream: u64, i: u64) -> (PeerId, [u8; 16]) {
     (PeerId::from_bytes(issuer), nonce)
 }
 
-/// A stamp cycling over the whole window around `NOW`.
-fn window_stamp(i: u64) -> u64 {
-    NOW - DRIFT + i % WINDOW
+/// The stamps of the entries a steady flood (see [`steady`]) holds at
+/// `NOW`, pair `i` stamped `stamps[i]`: a stamp `k` seconds from `NOW` was
+/// sent during the `DRIFT - k` seconds it has been in the window, so
+/// `RATE / WINDOW` per second of that (about `HELD` in all).
+fn held_stamps() -> Vec<u64> {
+    (0..WINDOW)
+        .flat_map(|offset| {
+            let ts = NOW - DRIFT + offset;
+            let sent_for = WINDOW - 1 - offset;
+            std::iter::repeat_n(ts, (RATE * sent_for / WINDOW) as usize)
+        })
+        .collect()
 }
 
 /// The `n`-th check of the steady flood (after the `HELD` loaded at
@@ -172,17 +182,21 @@ fn steady(n: u64) -> (u64, u64) {
 }
 
 fn window_full(c: &mut Criterion) {
+    let stamps = held_stamps();
+    let held = stamps.len() as u64;
     let ours = NonceCache::new(Duration::from_secs(DRIFT), DEFAULT_NONCE_CAPACITY);
     let mut old = OldScan::new(DRIFT, DEFAULT_NONCE_CAPACITY);
-    for i in 0..HELD {
+    for (i, &ts) in (0..).zip(&stamps) {
         let (issuer, nonce) = pair(0, i);
         assert_eq!(
-            ours.check_and_insert(issuer, nonce, window_stamp(i), NOW),
+            ours.check_and_insert(issuer, nonce, ts, NOW),
             NonceCheck::Fresh
         );
-        old.load(issuer, &nonce, window_stamp(i));
+        old.load(issuer, &nonce, ts);
     }
-    assert_eq!(old.buckets.len() as u64, WINDOW);
+    // All but the newest second, which a steady flood has just begun.
+    assert_eq!(old.buckets.len() as u64, WINDOW - 1);
+    eprintln!("{held} entries over {} s", old.buckets.len());
     let mut group = c.benchmark_group("replay_cache/window_full");
     group.sample_size(30);
     group.warm_up_time(Duration::from_secs(2));
@@ -192,17 +206,17 @@ fn window_full(c: &mut Criterion) {
     let mut i = 0;
     group.bench_function("ours_replay", |b| {
         b.iter(|| {
-            i = (i + 7_919) % HELD;
+            i = (i + 7_919) % held;
             let (issuer, nonce) = pair(0, i);
-            black_box(ours.check_and_insert(issuer, nonce, window_stamp(i), NOW))
+            black_box(ours.check_and_insert(issuer, nonce, stamps[i as usize], NOW))
         });
     });
     let mut i = 0;
     group.bench_function("old_scan_replay", |b| {
         b.iter(|| {
-            i = (i + 7_919) % HELD;
+            i = (i + 7_919) % held;
             let (issuer, nonce) = pair(0, i);
-            black_box(old.check_and_insert(issuer, &nonce, window_stamp(i), NOW))
+            black_box(old.check_and_insert(issuer, &nonce, stamps[i as usize], NOW))
         });
     });
     let (mut n, mut refused) = (0, 0);
@@ -293,9 +307,9 @@ fn run_threads(cache: &NonceCache, threads: u64, iters: u64, next: &mut u64) -> 
 }
 
 fn loaded(cache: NonceCache) -> NonceCache {
-    for i in 0..HELD {
+    for (i, ts) in (0..).zip(held_stamps()) {
         let (issuer, nonce) = pair(0, i);
-        cache.check_and_insert(issuer, nonce, window_stamp(i), NOW);
+        cache.check_and_insert(issuer, nonce, ts, NOW);
     }
     cache
 }

@@ -83,9 +83,9 @@
 //! deviations of headroom: a flood that fits the requested capacity fits
 //! every shard, with odds of about 10^-8 against per shard and second.
 //! [`NonceCache::capacity`] reports the sum, the real bound on entries held:
-//! at most `capacity x (1 + 6 / sqrt(capacity / s))`, 2.3% more than
-//! requested at the default capacity (2,146,304 for 2^21), at most 5%
-//! (at 32 x 16,384).
+//! at most `capacity x (1 + 6 / sqrt(capacity / s))` (plus rounding), 2.3%
+//! more than requested at the default capacity (2,146,304 for 2^21), and
+//! at most 4.7% (each shard's share is at least 16,384).
 //!
 //! # Cost
 //!
@@ -98,7 +98,10 @@
 //! number of seconds held) and, if fresh, one map lookup and one insert.
 //! Forgetting a second (expired, or the oldest when full) walks its list
 //! and removes each entry from the table: O(entries in it), each entry
-//! removed once after being inserted once, so amortised O(1) per check. A
+//! removed once after being inserted once, so amortised O(1) per check
+//! (the one check that pays for a whole second can take milliseconds if a
+//! flood stamped a shard's 67,072 entries in one second: rare, and never
+//! more than one shard's capacity). A
 //! second enters the heap once (its removal raises the floor to it, and a
 //! second at or below the floor is never filed again), so the heap's
 //! O(log seconds) is paid once per second, not per check.
