@@ -22,7 +22,10 @@
 //! checks on one default cache, from one thread and from two (`iters`
 //! checks interleaved between them, one clock), and from two threads on
 //! an unsharded cache (one lock, the responder's old layout). The
-//! two-thread speed-up is `one_thread / two_threads_sharded`.
+//! two-thread speed-up is `one_thread / two_threads_sharded`. Each
+//! configuration also prints the threads' own CPU time per check (Linux):
+//! on a machine shared with other work, the wall time says what the cores
+//! were given, the CPU time whether the threads cost each other anything.
 //!
 //! Ratios: divide the medians in
 //! `target/criterion/replay_cache/<group>/<function>/new/estimates.json`.
@@ -283,27 +286,71 @@ fn window_full(c: &mut Criterion) {
     group.finish();
 }
 
+/// The calling thread's CPU time so far (Linux), in nanoseconds.
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+/// Checks and the CPU time the threads spent on them, summed over a run.
+#[derive(Default)]
+struct CpuTally {
+    checks: u64,
+    cpu_ns: u64,
+}
+
+impl CpuTally {
+    fn report(&self, name: &str) {
+        if self.checks > 0 && self.cpu_ns > 0 {
+            eprintln!(
+                "{name}: {:.1} ns of thread CPU per check over {} checks",
+                self.cpu_ns as f64 / self.checks as f64,
+                self.checks
+            );
+        }
+    }
+}
+
 /// Checks `n` from `next` on of the steady flood (`iters` of them),
 /// interleaved over `threads` threads, on one clock; the wall time for all
-/// of them.
-fn run_threads(cache: &NonceCache, threads: u64, iters: u64, next: &mut u64) -> Duration {
+/// of them. Each thread's CPU time goes into `tally`: on a machine shared
+/// with other work the wall time shows what the cores were given, the CPU
+/// time per check whether two threads cost each other anything.
+fn run_threads(
+    cache: &NonceCache,
+    threads: u64,
+    iters: u64,
+    next: &mut u64,
+    tally: &mut CpuTally,
+) -> Duration {
     let first = *next;
     *next += iters;
     let started = Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            scope.spawn(move || {
-                let mut n = first + t;
-                while n < first + iters {
-                    let (now, ts) = steady(n);
-                    let (issuer, nonce) = pair(0, HELD + n);
-                    black_box(cache.check_and_insert(issuer, nonce, ts, now));
-                    n += threads;
-                }
-            });
-        }
+    let cpu: Vec<Option<u64>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    let before = thread_cpu_ns();
+                    let mut n = first + t;
+                    while n < first + iters {
+                        let (now, ts) = steady(n);
+                        let (issuer, nonce) = pair(0, HELD + n);
+                        black_box(cache.check_and_insert(issuer, nonce, ts, now));
+                        n += threads;
+                    }
+                    Some(thread_cpu_ns()? - before?)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().ok().flatten())
+            .collect()
     });
-    started.elapsed()
+    let elapsed = started.elapsed();
+    tally.checks += iters;
+    tally.cpu_ns += cpu.into_iter().flatten().sum::<u64>();
+    elapsed
 }
 
 fn loaded(cache: NonceCache) -> NonceCache {
@@ -325,17 +372,23 @@ fn threads(c: &mut Criterion) {
     // One flood (one clock) through the sharded cache, whichever the
     // number of threads.
     let mut next = 1;
+    let mut tally = CpuTally::default();
     group.bench_function("one_thread", |b| {
-        b.iter_custom(|iters| run_threads(&sharded, 1, iters, &mut next));
+        b.iter_custom(|iters| run_threads(&sharded, 1, iters, &mut next, &mut tally));
     });
+    tally.report("one_thread");
+    let mut tally = CpuTally::default();
     group.bench_function("two_threads_sharded", |b| {
-        b.iter_custom(|iters| run_threads(&sharded, 2, iters, &mut next));
+        b.iter_custom(|iters| run_threads(&sharded, 2, iters, &mut next, &mut tally));
     });
+    tally.report("two_threads_sharded");
     let held = (sharded.len(), sharded.floor());
     let mut next = 1;
+    let mut tally = CpuTally::default();
     group.bench_function("two_threads_one_lock", |b| {
-        b.iter_custom(|iters| run_threads(&one_lock, 2, iters, &mut next));
+        b.iter_custom(|iters| run_threads(&one_lock, 2, iters, &mut next, &mut tally));
     });
+    tally.report("two_threads_one_lock");
     eprintln!(
         "held at the end: sharded {held:?}, one lock {:?}",
         (one_lock.len(), one_lock.floor())
