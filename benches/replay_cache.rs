@@ -361,6 +361,62 @@ fn loaded(cache: NonceCache) -> NonceCache {
     cache
 }
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The scaling ratios measured in pairs: rounds of one thread then two
+/// on the sharded cache, then the same on the one-lock cache, 200,000
+/// checks each, back to back, so that a neighbour's load changes them
+/// alike; the medians of the per-round figures and of the ratios. The
+/// caches' floods go on from `next_sharded` and `next_one_lock`.
+fn interleaved_scaling(
+    sharded: &NonceCache,
+    one_lock: &NonceCache,
+    next_sharded: &mut u64,
+    next_one_lock: &mut u64,
+) {
+    const ROUNDS: usize = 31;
+    const CHECKS: u64 = 200_000;
+    let mut tallies: [CpuTally; 4] = Default::default();
+    let mut wall: [Vec<f64>; 4] = Default::default();
+    let (mut sharded_ratio, mut one_lock_ratio) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let runs = [
+            run_threads(sharded, 1, CHECKS, next_sharded, &mut tallies[0]),
+            run_threads(sharded, 2, CHECKS, next_sharded, &mut tallies[1]),
+            run_threads(one_lock, 1, CHECKS, next_one_lock, &mut tallies[2]),
+            run_threads(one_lock, 2, CHECKS, next_one_lock, &mut tallies[3]),
+        ];
+        let ns = runs.map(|d| d.as_nanos() as f64 / CHECKS as f64);
+        sharded_ratio.push(ns[0] / ns[1]);
+        one_lock_ratio.push(ns[2] / ns[3]);
+        for (list, value) in wall.iter_mut().zip(ns) {
+            list.push(value);
+        }
+    }
+    let names = [
+        "sharded, one thread",
+        "sharded, two threads",
+        "one lock, one thread",
+        "one lock, two threads",
+    ];
+    for ((name, tally), ns) in names.iter().zip(&tallies).zip(wall) {
+        eprintln!(
+            "interleaved, {name}: median wall {:.0} ns per check",
+            median(ns)
+        );
+        tally.report(&format!("interleaved, {name}"));
+    }
+    eprintln!(
+        "interleaved, {ROUNDS} rounds of {CHECKS} checks: two threads over one, median of \
+         the rounds: sharded {:.2}x, one lock {:.2}x",
+        median(sharded_ratio),
+        median(one_lock_ratio)
+    );
+}
+
 fn threads(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay_cache/threads");
     group.sample_size(20);
@@ -369,9 +425,10 @@ fn threads(c: &mut Criterion) {
     let drift = Duration::from_secs(DRIFT);
     let sharded = loaded(NonceCache::new(drift, DEFAULT_NONCE_CAPACITY));
     let one_lock = loaded(NonceCache::unsharded(drift, DEFAULT_NONCE_CAPACITY));
-    // One flood (one clock) through the sharded cache, whichever the
-    // number of threads.
-    let mut next = 1;
+    let (mut next, mut next_one_lock) = (1, 1);
+    interleaved_scaling(&sharded, &one_lock, &mut next, &mut next_one_lock);
+    // One flood (one clock) through each cache, whichever the number of
+    // threads.
     let mut tally = CpuTally::default();
     group.bench_function("one_thread", |b| {
         b.iter_custom(|iters| run_threads(&sharded, 1, iters, &mut next, &mut tally));
@@ -383,10 +440,9 @@ fn threads(c: &mut Criterion) {
     });
     tally.report("two_threads_sharded");
     let held = (sharded.len(), sharded.floor());
-    let mut next = 1;
     let mut tally = CpuTally::default();
     group.bench_function("two_threads_one_lock", |b| {
-        b.iter_custom(|iters| run_threads(&one_lock, 2, iters, &mut next, &mut tally));
+        b.iter_custom(|iters| run_threads(&one_lock, 2, iters, &mut next_one_lock, &mut tally));
     });
     tally.report("two_threads_one_lock");
     eprintln!(
