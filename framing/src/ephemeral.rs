@@ -28,7 +28,7 @@
 //!   long as the age check lets a replay through (`2 x 30 + 1` seconds of
 //!   timestamps), each check O(1) expected. Memory at most
 //!   `1 KiB + 25 B x entries + 64 B x 61`: 1.6 MiB when full, nothing
-//!   while idle. Only verified messages are
+//!   before the first message, under 1 KiB once drained. Only verified messages are
 //!   recorded, so filling it costs the peer a valid signature per entry,
 //!   paced by the verify budget (8,192 per second by default): across all
 //!   connections the entries held are at most (verifications per second)

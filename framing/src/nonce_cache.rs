@@ -121,8 +121,9 @@
 //! cache. Memory follows the most entries held at once, not the current
 //! count: a shard keeps its table and slab (to reuse them) until it is
 //! empty again, when it frees them, keeping only its fixed part (256 bytes
-//! of heap per shard when sharded; an unsharded cache's is inline, so an
-//! idle one holds no heap at all).
+//! of heap per shard when sharded; an unsharded cache's is inline, so a
+//! new one holds no heap at all), or, if it never held more than 12
+//! entries, its smallest table, slab and maps (about 400 bytes).
 //! So the default [`DEFAULT_NONCE_CAPACITY`] of 2^21 (2,146,304 entries
 //! with the shards' headroom) stays under 54 MiB with a 600 s drift. One
 //! transient exception: while a shard's table doubles, its old table (at
@@ -754,13 +755,22 @@ impl Shard {
             index = next;
         }
         if self.len == 0 {
-            // Drained: give the memory back (the floor stays).
-            self.slots = Vec::new();
-            self.hashes = Vec::new();
-            self.next = Vec::new();
+            // Drained (the floor stays): give the memory back, unless it is
+            // the smallest table (12 entries at most, about 400 bytes in
+            // all), kept so that a cache holding one nonce at a time does
+            // not allocate on every check.
             self.free = NIL;
-            self.seconds = HashMap::new();
-            self.order = BinaryHeap::new();
+            self.hashes.clear();
+            self.next.clear();
+            self.seconds.clear();
+            self.order.clear();
+            if self.slots.len() > MIN_SLOTS {
+                self.slots = Vec::new();
+                self.hashes = Vec::new();
+                self.next = Vec::new();
+                self.seconds = HashMap::new();
+                self.order = BinaryHeap::new();
+            }
         }
     }
 }
