@@ -22,12 +22,14 @@
 //!
 //! # Bounds: what a peer can make us store
 //!
-//! - **Deduplication window**: a [`NonceCache`] of at most
+//! - **Deduplication window**: a [`NonceCache`] (unsharded: one
+//!   connection checks at a time) of at most
 //!   [`EphemeralConfig::dedup_capacity`] entries (default
 //!   [`DEFAULT_EPHEMERAL_DEDUP_CAPACITY`], 65,536), retained exactly as
 //!   long as the age check lets a replay through (`2 x 30 + 1` seconds of
-//!   timestamps). Memory at most `2 KiB + 24 B x entries + 160 B x 61`:
-//!   1.6 MiB when full, nothing while idle. Only verified messages are
+//!   timestamps), each check O(1) expected. Memory at most
+//!   `1 KiB + 25 B x entries + 64 B x 61`: 1.6 MiB when full, nothing
+//!   before the first message, under 1 KiB once drained. Only verified messages are
 //!   recorded, so filling it costs the peer a valid signature per entry,
 //!   paced by the verify budget (8,192 per second by default): across all
 //!   connections the entries held are at most (verifications per second)
@@ -240,7 +242,7 @@ impl EphemeralSession {
     /// A session with no subscriptions.
     #[must_use]
     pub fn new(config: EphemeralConfig) -> Self {
-        let seen = NonceCache::new(config.max_age, config.dedup_capacity);
+        let seen = NonceCache::unsharded(config.max_age, config.dedup_capacity);
         Self {
             config,
             local: BTreeSet::new(),
@@ -254,7 +256,7 @@ impl EphemeralSession {
     /// Subscribes); the deduplication window starts empty, sized for the
     /// new configuration.
     pub fn set_config(&mut self, config: EphemeralConfig) {
-        self.seen = NonceCache::new(config.max_age, config.dedup_capacity);
+        self.seen = NonceCache::unsharded(config.max_age, config.dedup_capacity);
         self.config = config;
     }
 

@@ -107,7 +107,7 @@ fn a_flood_stamped_exactly_now_within_an_eighth_of_capacity_does_not_lock_out() 
 }
 
 /// The deduplication window's memory, measured against the stated bound
-/// (`BASE_BYTES + 24 B x entries + 160 B x seconds`) is the nonce cache's
+/// (`BASE_BYTES + 25 B x entries + 64 B x shard-seconds`) is the nonce cache's
 /// own test (`nonce_cache_memory.rs`); here: the default configuration
 /// states the numbers the module docs quote.
 #[test]

@@ -73,7 +73,7 @@ impl Flood {
     /// anything accepted so far are refused.
     fn second(
         &mut self,
-        cache: &mut NonceCache,
+        cache: &NonceCache,
         now: u64,
         rate: u64,
         stamp: Stamp,
@@ -125,14 +125,14 @@ fn a_cache_sized_for_the_flood_lets_every_honest_peer_in_and_no_replay_through()
     // Sized as the docs say: rate x (2 x drift + 1) x 8/7, the rate
     // counting the honest peers too.
     let capacity = ((rate + 5) * WINDOW * 8).div_ceil(7) as usize;
-    let mut cache = NonceCache::new(Duration::from_secs(DRIFT), capacity);
+    let cache = NonceCache::new(Duration::from_secs(DRIFT), capacity);
     let mut flood = Flood::new(1);
     let skews = [-(DRIFT as i64), -1, 0, 1, DRIFT as i64];
     let mut now = START;
     for stamp in [Stamp::Mixed, Stamp::Future, Stamp::Past, Stamp::Now] {
         for s in 0..WINDOW {
             now += 1;
-            let (refused, flood_refused) = flood.second(&mut cache, now, rate, stamp, &skews);
+            let (refused, flood_refused) = flood.second(&cache, now, rate, stamp, &skews);
             assert_eq!(
                 refused, 0,
                 "{stamp:?} flood, second {s}: honest peers refused"
@@ -156,7 +156,7 @@ fn a_cache_sized_for_the_flood_lets_every_honest_peer_in_and_no_replay_through()
 fn an_undersized_cache_narrows_the_window_but_keeps_accurate_clocks_in_and_replays_out() {
     let rate = one_core_verify_rate();
     // Two seconds' worth of flood: a tenth of what the window needs.
-    let mut cache = NonceCache::new(Duration::from_secs(DRIFT), (2 * rate) as usize);
+    let cache = NonceCache::new(Duration::from_secs(DRIFT), (2 * rate) as usize);
     let mut flood = Flood::new(2);
     let mut now = START;
     for stamp in [Stamp::Future, Stamp::Mixed, Stamp::Now] {
@@ -164,7 +164,7 @@ fn an_undersized_cache_narrows_the_window_but_keeps_accurate_clocks_in_and_repla
         for s in 0..3 * WINDOW {
             now += 1;
             // A peer whose clock agrees with ours gets in every second.
-            let (refused, flood_refused) = flood.second(&mut cache, now, rate, stamp, &[0]);
+            let (refused, flood_refused) = flood.second(&cache, now, rate, stamp, &[0]);
             assert_eq!(refused, 0, "{stamp:?} flood, second {s}");
             overflowed += flood_refused
                 + usize::from(cache.floor().is_some_and(|floor| floor + DRIFT >= now));
@@ -224,4 +224,53 @@ fn responder_under_a_signed_flood_lets_honest_peers_in_and_refuses_replays() {
         }
     }
     assert!(flood_refused > 0, "the flood overflowed the cache");
+}
+
+/// The responder's cache is shared by every accept, through `&self`: two
+/// threads flooding it at once (each at the one-core rate, stamps mixed
+/// over the window), with honest peers at the edges of the drift, get the
+/// same guarantees as one thread: every honest peer in, every replay of
+/// anything either thread got accepted refused, the size bounded.
+#[test]
+fn two_threads_sharing_a_sharded_cache_keep_the_guarantees() {
+    let rate = one_core_verify_rate();
+    let capacity = ((2 * (rate + 5)) * WINDOW * 8).div_ceil(7) as usize;
+    let cache = NonceCache::new(Duration::from_secs(DRIFT), capacity);
+    assert!(cache.shards() > 1, "{} shards", cache.shards());
+    let skews = [-(DRIFT as i64), 0, DRIFT as i64];
+    // One clock: both threads work through the same second, then move on.
+    let tick = std::sync::Barrier::new(2);
+    let accepted: Vec<Vec<(PeerId, [u8; 16], u64)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..2u64)
+            .map(|t| {
+                let (cache, tick) = (&cache, &tick);
+                scope.spawn(move || {
+                    let mut flood = Flood::new(10 + t);
+                    let mut now = START;
+                    for s in 0..2 * WINDOW {
+                        now += 1;
+                        tick.wait();
+                        let (refused, _) = flood.second(cache, now, rate, Stamp::Mixed, &skews);
+                        assert_eq!(refused, 0, "thread {t}, second {s}: honest peers refused");
+                    }
+                    flood.accepted
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("worker"))
+            .collect()
+    });
+    assert!(cache.len() <= cache.capacity());
+    // Each thread's accepted challenges, replayed at the last second: none
+    // is fresh, and the ones the drift check still admits are known.
+    let now = START + 2 * WINDOW;
+    for (issuer, nonce, ts) in accepted.iter().flatten().step_by(97) {
+        let verdict = cache.check_and_insert(*issuer, nonce, *ts, now);
+        assert_ne!(verdict, NonceCheck::Fresh, "replay accepted: {ts} at {now}");
+        if ts.abs_diff(now) <= DRIFT {
+            assert_eq!(verdict, NonceCheck::Replayed);
+        }
+    }
 }

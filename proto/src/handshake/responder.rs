@@ -1,7 +1,7 @@
 //! The responder's side of the handshake: its checks, its replay cache,
 //! and the answer to a challenge, without I/O.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bijou_codec::Wire;
 use bijou_signing::{Identity, PeerId, SealError, Signed, Verified, VerifyError};
@@ -32,7 +32,8 @@ impl Refusal {
 
 /// The accepting side's state: configuration, identity checks and the
 /// replay cache, shared by every connection it accepts (clones share the
-/// cache).
+/// cache, whose shards lock separately, so concurrent accepts rarely wait
+/// on each other).
 ///
 /// ```
 /// use bijou_proto::handshake::{HandshakeConfig, Responder};
@@ -43,7 +44,7 @@ impl Refusal {
 pub struct Responder {
     config: HandshakeConfig,
     discovery_id: Option<[u8; 32]>,
-    nonces: Arc<Mutex<NonceCache>>,
+    nonces: Arc<NonceCache>,
 }
 
 impl Responder {
@@ -62,7 +63,7 @@ impl Responder {
         Self {
             config,
             discovery_id: None,
-            nonces: Arc::new(Mutex::new(cache)),
+            nonces: Arc::new(cache),
         }
     }
 
@@ -91,24 +92,14 @@ impl Responder {
     /// its challenge's timestamp plus this.
     #[must_use]
     pub fn max_drift_secs(&self) -> u64 {
-        self.with_cache(|cache| cache.max_drift_secs())
+        self.nonces.max_drift_secs()
     }
 
     /// The replay cache's current size and floor (see
-    /// [`NonceCache::floor`]).
+    /// [`NonceCache::len`] and [`NonceCache::floor`]).
     #[must_use]
     pub fn nonce_cache_state(&self) -> (usize, Option<u64>) {
-        self.with_cache(|cache| (cache.len(), cache.floor()))
-    }
-
-    fn with_cache<R>(&self, f: impl FnOnce(&mut NonceCache) -> R) -> R {
-        // A poisoned lock only means another task panicked mid-update; the
-        // cache's invariants hold between statements, so keep using it.
-        let mut guard = self
-            .nonces
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&mut guard)
+        (self.nonces.len(), self.nonces.floor())
     }
 
     /// The responder's checks (steps 1-4 in the [module docs](super)), in
@@ -141,7 +132,7 @@ impl Responder {
         // The drift check is the cache's (`OutsideWindow`): it judges the
         // same window its retention covers, before remembering anything.
         let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
-        match self.with_cache(|cache| cache.check_and_insert(issuer, nonce, ts, now)) {
+        match self.nonces.check_and_insert(issuer, nonce, ts, now) {
             NonceCheck::Fresh => Ok(verified),
             NonceCheck::Replayed | NonceCheck::PossibleReplay => {
                 Err(Refusal::because(RejectionReason::ReplayedNonce))
