@@ -376,8 +376,37 @@ pub struct WebSocketTransport<S> {
 }
 
 impl<S> WebSocketTransport<S> {
-    /// A transport over a stream whose upgrade is done, `tail` the bytes
-    /// read behind the HTTP head.
+    /// A transport over a stream whose upgrade is done, playing `role`,
+    /// with `read` the bytes already read from it (what came behind the
+    /// HTTP head, or what [`WebSocketTransport::into_parts`] gave back at
+    /// a frame boundary). The inverse of `into_parts`.
+    ///
+    /// ```
+    /// use bijou_net::transport::{websocket::WebSocketTransport, ws_frame::Role, Transport};
+    /// use bytes::BytesMut;
+    ///
+    /// let (a, _b) = tokio::io::duplex(64);
+    /// let ws = WebSocketTransport::from_partially_read(a, Role::Server, BytesMut::new());
+    /// let (a, unread) = ws.into_parts();
+    /// let ws = WebSocketTransport::from_partially_read(a, Role::Server, unread);
+    /// assert_eq!(ws.max_message_length(), 50 * 1024 * 1024);
+    /// ```
+    pub fn from_partially_read(io: S, role: Role, read: BytesMut) -> Self {
+        Self::new(io, role, read)
+    }
+
+    /// The stream and the bytes read from it but not decoded yet (only
+    /// whole frames are left out if the transport is between frames).
+    pub fn into_parts(self) -> (S, BytesMut) {
+        (self.io, self.read_buf)
+    }
+
+    /// Received bytes buffered right now: the unfinished frame's and the
+    /// unfinished fragmented message's.
+    pub fn buffered_len(&self) -> usize {
+        self.read_buf.len() + self.assembly.len()
+    }
+
     fn new(io: S, role: Role, tail: BytesMut) -> Self {
         Self {
             io,
