@@ -34,9 +34,9 @@
 //!   its payload is buffered; the peer gets a 1009 close.
 //! - A text message is [`TransportError::TextMessage`], refused at its
 //!   first header; the peer gets a 1003 close.
-//! - Fragmented messages are reassembled. Pings are answered (the latest
-//!   one, when the socket can take it: on the next read or write), pongs
-//!   ignored.
+//! - Fragmented messages are reassembled. Pings are answered as they are
+//!   read (only the latest one if the socket cannot take the pong yet:
+//!   it then goes out with the next read or write), pongs ignored.
 //! - A close from the peer is answered (its code echoed) and ends the
 //!   stream after every message that came before it; a socket dropped
 //!   between frames ends it too. Our side of the socket is then shut down.
@@ -630,8 +630,13 @@ where
                 Err(e) => return Poll::Ready(Some(Err(this.fail(cx, e)))),
                 Ok(Some(frame)) => {
                     this.release_drained_read_buffer();
+                    let ping = frame.opcode == OpCode::Ping;
                     if let Some(message) = this.on_frame(frame) {
                         return Poll::Ready(Some(Ok(message)));
+                    }
+                    if ping {
+                        // Answer now: the caller may not poll again soon.
+                        this.write_from_reader(cx);
                     }
                     continue;
                 }
