@@ -34,6 +34,17 @@ fn serial() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Runs `test` alone (the allocator is process-wide) on a runtime of its
+/// own.
+fn run_alone<F: std::future::Future>(test: F) -> F::Output {
+    let _guard = serial();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(test)
+}
+
 /// Connections per test (each has two sockets; only the server side
 /// allocates after the measurement starts).
 const CONNECTIONS: usize = 500;
@@ -120,137 +131,141 @@ fn report(case: &str, held: usize, peak: usize) -> (usize, usize) {
 /// Row 1: an unauthenticated client sends one 4 MiB binary message
 /// (header and the first 16 KiB). Refused from the header, before any
 /// payload is buffered. Bound: 64 KiB per connection.
-#[tokio::test]
-async fn unauthenticated_4_mib_message_costs_at_most_64_kib_per_connection() {
-    let _guard = serial();
-    let mut conns = pairs(CONNECTIONS).await;
-    let head = header(4 * MIB);
-    let body = vec![0xA5u8; 16 * KIB];
-    for (server, _) in &mut conns {
-        server.set_max_message_length(PRE_AUTH);
-    }
-    let before = ALLOCATOR.allocated();
-    for (_, raw) in &mut conns {
-        raw.write_all(&head).await.expect("header");
-        raw.write_all(&body).await.expect("body");
-    }
-    let mut peak = 0;
-    for (server, _) in &mut conns {
-        let (item, grown) = next_sampled(server, before).await;
-        peak = peak.max(grown);
-        match item {
-            Some(Err(TransportError::TooLarge { len, max })) => {
-                assert_eq!((len, max), ((4 * MIB) as u64, PRE_AUTH));
-            }
-            other => panic!("expected TooLarge, got {other:?}"),
+#[test]
+fn unauthenticated_4_mib_message_costs_at_most_64_kib_per_connection() {
+    run_alone(async {
+        let mut conns = pairs(CONNECTIONS).await;
+        let head = header(4 * MIB);
+        let body = vec![0xA5u8; 16 * KIB];
+        for (server, _) in &mut conns {
+            server.set_max_message_length(PRE_AUTH);
         }
-    }
-    let held = ALLOCATOR.allocated().saturating_sub(before);
-    let (held, peak) = report("unauthenticated 4 MiB message", held, peak);
-    assert!(peak <= 64 * KIB, "{peak} B per connection");
-    assert!(held <= 64 * KIB, "{held} B per connection");
+        let before = ALLOCATOR.allocated();
+        for (_, raw) in &mut conns {
+            raw.write_all(&head).await.expect("header");
+            raw.write_all(&body).await.expect("body");
+        }
+        let mut peak = 0;
+        for (server, _) in &mut conns {
+            let (item, grown) = next_sampled(server, before).await;
+            peak = peak.max(grown);
+            match item {
+                Some(Err(TransportError::TooLarge { len, max })) => {
+                    assert_eq!((len, max), ((4 * MIB) as u64, PRE_AUTH));
+                }
+                other => panic!("expected TooLarge, got {other:?}"),
+            }
+        }
+        let held = ALLOCATOR.allocated().saturating_sub(before);
+        let (held, peak) = report("unauthenticated 4 MiB message", held, peak);
+        assert!(peak <= 64 * KIB, "{peak} B per connection");
+        assert!(held <= 64 * KIB, "{held} B per connection");
+    });
 }
 
 /// Row 2: an unauthenticated client sends a header announcing 50 MiB,
 /// then trickles 100 x 64 B. Bound: 64 KiB per connection.
-#[tokio::test]
-async fn unauthenticated_50_mib_header_then_trickle_costs_at_most_64_kib_per_connection() {
-    let _guard = serial();
-    let mut conns = pairs(CONNECTIONS).await;
-    let head = header(WEBSOCKET_MAX_MESSAGE_LENGTH);
-    let trickle = [0x5Au8; 64];
-    for (server, _) in &mut conns {
-        server.set_max_message_length(PRE_AUTH);
-    }
-    let before = ALLOCATOR.allocated();
-    let mut peak = 0;
-    for (server, raw) in &mut conns {
-        raw.write_all(&head).await.expect("header");
-        let (item, grown) = next_sampled(server, before).await;
-        peak = peak.max(grown);
-        assert!(
-            matches!(item, Some(Err(TransportError::TooLarge { len, max: PRE_AUTH })) if len == WEBSOCKET_MAX_MESSAGE_LENGTH as u64),
-            "{item:?}"
-        );
-        for _ in 0..100 {
-            // The server closed; its socket may refuse the trickle.
-            if raw.write_all(&trickle).await.is_err() {
-                break;
-            }
+#[test]
+fn unauthenticated_50_mib_header_then_trickle_costs_at_most_64_kib_per_connection() {
+    run_alone(async {
+        let mut conns = pairs(CONNECTIONS).await;
+        let head = header(WEBSOCKET_MAX_MESSAGE_LENGTH);
+        let trickle = [0x5Au8; 64];
+        for (server, _) in &mut conns {
+            server.set_max_message_length(PRE_AUTH);
         }
-        let (item, grown) = next_sampled(server, before).await;
-        peak = peak.max(grown);
-        assert!(item.is_none());
-    }
-    let held = ALLOCATOR.allocated().saturating_sub(before);
-    let (held, peak) = report("unauthenticated 50 MiB header, trickle", held, peak);
-    assert!(peak <= 64 * KIB, "{peak} B per connection");
-    assert!(held <= 64 * KIB, "{held} B per connection");
+        let before = ALLOCATOR.allocated();
+        let mut peak = 0;
+        for (server, raw) in &mut conns {
+            raw.write_all(&head).await.expect("header");
+            let (item, grown) = next_sampled(server, before).await;
+            peak = peak.max(grown);
+            assert!(
+                matches!(item, Some(Err(TransportError::TooLarge { len, max: PRE_AUTH })) if len == WEBSOCKET_MAX_MESSAGE_LENGTH as u64),
+                "{item:?}"
+            );
+            for _ in 0..100 {
+                // The server closed; its socket may refuse the trickle.
+                if raw.write_all(&trickle).await.is_err() {
+                    break;
+                }
+            }
+            let (item, grown) = next_sampled(server, before).await;
+            peak = peak.max(grown);
+            assert!(item.is_none());
+        }
+        let held = ALLOCATOR.allocated().saturating_sub(before);
+        let (held, peak) = report("unauthenticated 50 MiB header, trickle", held, peak);
+        assert!(peak <= 64 * KIB, "{peak} B per connection");
+        assert!(held <= 64 * KIB, "{held} B per connection");
+    });
 }
 
 /// Row 3: an authenticated client (the limit raised from 256 bytes to
 /// 50 MiB, as the session does) sends a header announcing 50 MiB, then
 /// 100 x 64 B, each read by the server as it comes. Bound: 2 x bytes
 /// received + 64 KiB per connection.
-#[tokio::test]
-async fn authenticated_50_mib_header_then_100_x_64_b_costs_2x_received_plus_64_kib() {
-    let _guard = serial();
-    let mut conns = pairs(CONNECTIONS).await;
-    let head = header(WEBSOCKET_MAX_MESSAGE_LENGTH);
-    let trickle = [0x5Au8; 64];
-    for (server, _) in &mut conns {
-        server.set_max_message_length(PRE_AUTH);
-        server.set_max_message_length(WEBSOCKET_MAX_MESSAGE_LENGTH);
-    }
-    let before = ALLOCATOR.allocated();
-    for (server, raw) in &mut conns {
-        raw.write_all(&head).await.expect("header");
-        for i in 1..=100 {
-            raw.write_all(&trickle).await.expect("trickle");
-            until_buffered(server, 64 * i).await;
+#[test]
+fn authenticated_50_mib_header_then_100_x_64_b_costs_2x_received_plus_64_kib() {
+    run_alone(async {
+        let mut conns = pairs(CONNECTIONS).await;
+        let head = header(WEBSOCKET_MAX_MESSAGE_LENGTH);
+        let trickle = [0x5Au8; 64];
+        for (server, _) in &mut conns {
+            server.set_max_message_length(PRE_AUTH);
+            server.set_max_message_length(WEBSOCKET_MAX_MESSAGE_LENGTH);
         }
-    }
-    let received = 100 * 64;
-    let held = ALLOCATOR.allocated().saturating_sub(before);
-    let buffers: usize = conns.iter().map(|(s, _)| s.buffered_capacity()).sum();
-    eprintln!("buffers: {} B per connection", buffers / CONNECTIONS);
-    let (held, _) = report("authenticated 50 MiB header, 100 x 64 B", held, held);
-    let bound = 2 * received + RESERVE_STEP;
-    assert!(held <= bound, "{held} B per connection (bound {bound})");
-    // Not vacuous: each connection did reserve its step.
-    assert!(held >= RESERVE_STEP - received, "{held}");
+        let before = ALLOCATOR.allocated();
+        for (server, raw) in &mut conns {
+            raw.write_all(&head).await.expect("header");
+            for i in 1..=100 {
+                raw.write_all(&trickle).await.expect("trickle");
+                until_buffered(server, 64 * i).await;
+            }
+        }
+        let received = 100 * 64;
+        let held = ALLOCATOR.allocated().saturating_sub(before);
+        let buffers: usize = conns.iter().map(|(s, _)| s.buffered_capacity()).sum();
+        eprintln!("buffers: {} B per connection", buffers / CONNECTIONS);
+        let (held, _) = report("authenticated 50 MiB header, 100 x 64 B", held, held);
+        let bound = 2 * received + RESERVE_STEP;
+        assert!(held <= bound, "{held} B per connection (bound {bound})");
+        // Not vacuous: each connection did reserve its step.
+        assert!(held >= RESERVE_STEP - received, "{held}");
+    });
 }
 
 /// Receiving a 20 MiB message sent as one frame: the peak is at most
 /// 2 x 20 MiB + 64 KiB (sampled after every poll of the transport; the
 /// counting allocator sees a reallocation as its net growth).
-#[tokio::test]
-async fn a_20_mib_single_frame_message_peaks_below_2x_plus_64_kib() {
-    let _guard = serial();
-    let len = 20 * MIB;
-    let mut conns = pairs(1).await;
-    let (mut server, raw) = conns.pop().expect("one");
-    let head = header(len);
-    let chunk = Bytes::from(vec![0xC3u8; MIB]);
-    let before = ALLOCATOR.allocated();
-    let writer = tokio::spawn(async move {
-        let mut raw = raw;
-        raw.write_all(&head).await.expect("header");
-        for _ in 0..20 {
-            raw.write_all(&chunk).await.expect("chunk");
-        }
-        raw
+#[test]
+fn a_20_mib_single_frame_message_peaks_below_2x_plus_64_kib() {
+    run_alone(async {
+        let len = 20 * MIB;
+        let mut conns = pairs(1).await;
+        let (mut server, raw) = conns.pop().expect("one");
+        let head = header(len);
+        let chunk = Bytes::from(vec![0xC3u8; MIB]);
+        let before = ALLOCATOR.allocated();
+        let writer = tokio::spawn(async move {
+            let mut raw = raw;
+            raw.write_all(&head).await.expect("header");
+            for _ in 0..20 {
+                raw.write_all(&chunk).await.expect("chunk");
+            }
+            raw
+        });
+        let (item, peak) = next_sampled(&mut server, before).await;
+        let message = item.expect("a message").expect("no error");
+        assert_eq!(message.len(), len);
+        // Unmasked: every byte is 0xC3 ^ the key byte at its position.
+        assert!(message
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == 0xC3 ^ MASK[i % 4]));
+        drop(writer.await.expect("writer"));
+        let bound = 2 * len + 64 * KIB;
+        eprintln!("20 MiB single-frame message: peak {peak} B over the baseline (bound {bound})");
+        assert!(peak <= bound, "{peak} > {bound}");
     });
-    let (item, peak) = next_sampled(&mut server, before).await;
-    let message = item.expect("a message").expect("no error");
-    assert_eq!(message.len(), len);
-    // Unmasked: every byte is 0xC3 ^ the key byte at its position.
-    assert!(message
-        .iter()
-        .enumerate()
-        .all(|(i, &b)| b == 0xC3 ^ MASK[i % 4]));
-    drop(writer.await.expect("writer"));
-    let bound = 2 * len + 64 * KIB;
-    eprintln!("20 MiB single-frame message: peak {peak} B over the baseline (bound {bound})");
-    assert!(peak <= bound, "{peak} > {bound}");
 }

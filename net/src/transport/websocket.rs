@@ -161,7 +161,7 @@ pub enum UpgradeError {
     },
     /// tungstenite refused the request or the head.
     #[error(transparent)]
-    Http(#[from] WsError),
+    Http(Box<WsError>),
 }
 
 /// Opens a WebSocket to `url` (`ws://host:port/path`) over TCP.
@@ -318,7 +318,7 @@ fn upgrade_error(err: UpgradeError) -> TransportError {
 fn ws_error(err: WsError) -> TransportError {
     match err {
         WsError::Io(e) => TransportError::Io(e),
-        other => upgrade_error(UpgradeError::Http(other)),
+        other => upgrade_error(UpgradeError::Http(Box::new(other))),
     }
 }
 
