@@ -171,6 +171,11 @@ pub enum UpgradeError {
 /// [`TransportError::Io`] if the TCP connection fails,
 /// [`TransportError::WebSocket`] for a bad URL (including `wss://`: TLS is
 /// not built in) or a failed upgrade.
+///
+/// # Cancel safety
+///
+/// Cancel safe in the sense that nothing is left behind: a cancelled
+/// connect drops the half-open socket.
 pub async fn connect(url: &str) -> Result<WebSocketTransport<TcpStream>, TransportError> {
     let request = url.into_client_request().map_err(ws_error)?;
     let uri = request.uri();
@@ -395,8 +400,10 @@ impl<S> WebSocketTransport<S> {
         Self::new(io, role, read)
     }
 
-    /// The stream and the bytes read from it but not decoded yet (only
-    /// whole frames are left out if the transport is between frames).
+    /// The stream and the bytes read from it but not decoded yet. Between
+    /// frames (no fragmented message open) these are whole frames and the
+    /// next frame's first bytes; inside a frame, the frame's header is
+    /// already consumed and lost with the decoder.
     pub fn into_parts(self) -> (S, BytesMut) {
         (self.io, self.read_buf)
     }
@@ -438,7 +445,9 @@ impl<S> WebSocketTransport<S> {
     }
 
     /// How long the peer may pause inside a frame or a fragmented message
-    /// ([`DEFAULT_STALL_TIMEOUT`] unless changed; `None`: forever).
+    /// ([`DEFAULT_STALL_TIMEOUT`] unless changed; `None`: forever). The
+    /// timer is Tokio's: like the handshake drivers, the transport then
+    /// needs a runtime with time enabled.
     pub fn set_stall_timeout(&mut self, timeout: Option<Duration>) {
         self.stall_timeout = timeout;
         self.stall = None;
