@@ -224,3 +224,79 @@ async fn we_close_and_they_answer() {
     })
     .await;
 }
+
+// ---- frames pipelined right behind the HTTP head ----------------------------
+
+/// A client that writes its upgrade request and two frames in one write:
+/// the frames read along with the HTTP head are not lost.
+#[tokio::test]
+async fn frames_pipelined_behind_the_upgrade_request_are_delivered() {
+    use bijou_net::transport::ws_frame::{encode_frame, OpCode as Op};
+    use tokio::io::AsyncWriteExt;
+    bounded(async {
+        let (listener, addr) = bind().await;
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.expect("accept");
+            websocket::accept(tcp).await.expect("our upgrade")
+        });
+        let mut bytes = bytes::BytesMut::from(
+            &b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\n\
+               Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+               Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"[..],
+        );
+        encode_frame(&mut bytes, true, Op::Binary, b"first", Some([1, 2, 3, 4]));
+        encode_frame(&mut bytes, true, Op::Binary, &[9; 3000], Some([5, 6, 7, 8]));
+        let mut raw = TcpStream::connect(addr).await.expect("connect");
+        raw.write_all(&bytes).await.expect("write");
+        let mut ours = server.await.expect("join");
+        assert_eq!(&ours.next().await.unwrap().unwrap()[..], b"first");
+        assert_eq!(ours.next().await.unwrap().unwrap(), vec![9; 3000]);
+    })
+    .await;
+}
+
+/// A server that writes its 101 answer and a frame in one write: our
+/// client delivers the frame.
+#[tokio::test]
+async fn a_frame_pipelined_behind_the_upgrade_answer_is_delivered() {
+    use bijou_net::transport::ws_frame::{encode_frame, OpCode as Op};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    bounded(async {
+        let (listener, addr) = bind().await;
+        let raw_server = tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.expect("accept");
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n\r\n") {
+                let mut byte = [0u8; 1];
+                tcp.read_exact(&mut byte).await.expect("read");
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8(head).expect("ascii");
+            let key = head
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("Sec-WebSocket-Key: ")
+                        .or_else(|| l.strip_prefix("sec-websocket-key: "))
+                })
+                .expect("key");
+            let mut bytes = bytes::BytesMut::from(
+                format!(
+                    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\
+                     Upgrade: websocket\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+                    derive_accept_key(key.trim().as_bytes())
+                )
+                .as_bytes(),
+            );
+            encode_frame(&mut bytes, true, Op::Binary, b"right behind", None);
+            tcp.write_all(&bytes).await.expect("write");
+            tcp
+        });
+        let mut ours = websocket::connect(&format!("ws://{addr}/"))
+            .await
+            .expect("our upgrade");
+        assert_eq!(&ours.next().await.unwrap().unwrap()[..], b"right behind");
+        drop(raw_server.await.expect("join"));
+    })
+    .await;
+}
