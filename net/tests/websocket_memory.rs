@@ -246,6 +246,9 @@ fn a_20_mib_single_frame_message_peaks_below_2x_plus_64_kib() {
         let (mut server, raw) = conns.pop().expect("one");
         let head = header(len);
         let chunk = Bytes::from(vec![0xC3u8; MIB]);
+        // Kept until the end, so that the writer's buffer is in the
+        // baseline throughout.
+        let chunk_kept = chunk.clone();
         let before = ALLOCATOR.allocated();
         let writer = tokio::spawn(async move {
             let mut raw = raw;
@@ -264,6 +267,7 @@ fn a_20_mib_single_frame_message_peaks_below_2x_plus_64_kib() {
             .enumerate()
             .all(|(i, &b)| b == 0xC3 ^ MASK[i % 4]));
         drop(writer.await.expect("writer"));
+        drop(chunk_kept);
         let bound = 2 * len + 64 * KIB;
         eprintln!("20 MiB single-frame message: peak {peak} B over the baseline (bound {bound})");
         assert!(peak <= bound, "{peak} > {bound}");
