@@ -25,9 +25,7 @@ use bijou_net::message::{
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, VerifiedItem, VerifyItemError,
 };
-use bijou_net::transport::websocket::{
-    self, WebSocketTransport, PRE_AUTH_READ_SLACK, WEBSOCKET_MAX_MESSAGE_LENGTH,
-};
+use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
 use bijou_net::transport::{Transport, TransportError};
 use bijou_net::{Connection, Received, SendError};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, BlobMismatch, Identity, Signed};
@@ -427,19 +425,16 @@ async fn challenge_over_256_bytes_is_too_large() {
     .await;
 }
 
-/// A 4 MiB binary message before authentication: `TooLarge` too, after
-/// reading no more than the pre-authentication budget (256 + 1 KiB slack)
-/// from the socket. `len` is then the bytes read plus one (a lower bound on
-/// the message's size, which was never buffered), not the 4 MiB the frame
-/// header announced: tungstenite only checks the header against its own
-/// 50 MiB limit, and the budget stops the read.
+/// A 4 MiB binary message before authentication: `TooLarge` too, refused
+/// from its frame header (`len` is the announced 4 MiB) before any of its
+/// payload is buffered, and a 1009 close.
 #[tokio::test]
-async fn four_mib_before_authentication_is_refused_within_the_read_budget() {
+async fn four_mib_before_authentication_is_refused_at_the_frame_header() {
     bounded(async {
         let (listener, addr) = bind().await;
         let server = serve(listener, responder());
         let raw = raw_client(addr).await;
-        let (mut tx, _rx) = raw.split();
+        let (mut tx, mut rx) = raw.split();
         let sender =
             tokio::spawn(
                 async move { tx.send(WsMessage::Binary(vec![1u8; 4 << 20].into())).await },
@@ -448,15 +443,14 @@ async fn four_mib_before_authentication_is_refused_within_the_read_budget() {
         match result {
             Err(ConnectError::Handshake(HandshakeError::TooLarge { len, max })) => {
                 assert_eq!(max, HANDSHAKE_MAX_MESSAGE_LENGTH);
-                assert!(len > HANDSHAKE_MAX_MESSAGE_LENGTH as u64);
-                assert!(len < 4 << 20);
-                assert_eq!(
-                    len,
-                    (HANDSHAKE_MAX_MESSAGE_LENGTH + PRE_AUTH_READ_SLACK + 1) as u64
-                );
+                assert_eq!(len, 4 << 20);
             }
             other => panic!("expected TooLarge, got {:?}", other.map(|_| ())),
         }
+        assert_eq!(
+            observe_end(&mut rx).await,
+            Observed::Close(Some(CloseCode::Size))
+        );
         let _ = sender.await.expect("join");
     })
     .await;

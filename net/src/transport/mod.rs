@@ -59,6 +59,8 @@ use crate::SendError;
 pub mod framed;
 #[cfg(feature = "websocket")]
 pub mod websocket;
+#[cfg(feature = "websocket")]
+pub mod ws_frame;
 
 pub use framed::FramedTransport;
 #[cfg(feature = "websocket")]
