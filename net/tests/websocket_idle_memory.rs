@@ -189,4 +189,15 @@ async fn an_idle_authenticated_websocket_connection_holds_no_buffer() {
         ws.after_traffic <= framed.after_traffic + BOUND_OVER_FRAMED,
         "{ws:?} vs {framed:?}"
     );
+    // The bound: an idle authenticated WebSocket connection after
+    // a 64 KiB message holds at most 2 KiB (both endpoints, counting the
+    // connection's own state and its share of tokio's socket bookkeeping).
+    assert!(
+        ws.after_traffic <= IDLE_BOUND,
+        "{} B per idle connection",
+        ws.after_traffic
+    );
 }
+
+/// At most this many bytes per idle connection (both endpoints).
+const IDLE_BOUND: usize = 2 * 1024;

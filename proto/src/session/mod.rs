@@ -146,10 +146,20 @@ pub struct Session {
     remote: Authenticated,
     budget: Bucket,
     step: usize,
-    pending: Option<Pending>,
-    ready: Option<Received>,
+    /// Boxed, like `ready`: an idle session holds two pointers, not two
+    /// messages' worth of inline space.
+    pending: Option<Box<Pending>>,
+    ready: Option<Box<Received>>,
     wait: Option<Instant>,
-    ephemeral: EphemeralSession,
+    /// Made on first use: most connections never carry an ephemeral
+    /// message, and an idle one then holds a pointer, not the state.
+    ephemeral: Option<Box<EphemeralSession>>,
+}
+
+/// The state of a session that has used no ephemeral messaging yet.
+fn no_ephemeral_state() -> &'static EphemeralSession {
+    static EMPTY: std::sync::OnceLock<EphemeralSession> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(EphemeralSession::default)
 }
 
 impl Session {
@@ -166,7 +176,7 @@ impl Session {
             pending: None,
             ready: None,
             wait: None,
-            ephemeral: EphemeralSession::default(),
+            ephemeral: None,
         }
     }
 
@@ -215,13 +225,19 @@ impl Session {
     /// The ephemeral state: our subscriptions, the peer's, the limits.
     #[must_use]
     pub fn ephemeral(&self) -> &EphemeralSession {
-        &self.ephemeral
+        self.ephemeral
+            .as_deref()
+            .unwrap_or_else(|| no_ephemeral_state())
+    }
+
+    fn ephemeral_mut(&mut self) -> &mut EphemeralSession {
+        self.ephemeral.get_or_insert_with(Box::default)
     }
 
     /// Replaces the ephemeral limits; subscriptions are kept, the
     /// deduplication window starts empty.
     pub fn set_ephemeral_config(&mut self, config: EphemeralConfig) {
-        self.ephemeral.set_config(config);
+        self.ephemeral_mut().set_config(config);
     }
 
     /// Whether the session takes another received message now: nothing is
@@ -249,13 +265,14 @@ impl Session {
         if !self.wants_message() {
             return Err(Busy(bytes));
         }
-        match Pending::start(
-            MessageFrame::decode(bytes),
-            Some(&mut self.ephemeral),
-            now.unix_secs,
-        ) {
-            Start::Answered(received) => self.ready = Some(received),
-            Start::Verify(pending) => self.pending = Some(pending),
+        let frame = MessageFrame::decode(bytes);
+        let ephemeral = match frame.message {
+            Ok(Message::Ephemeral(_)) => Some(self.ephemeral_mut()),
+            _ => None,
+        };
+        match Pending::start(frame, ephemeral, now.unix_secs) {
+            Start::Answered(received) => self.ready = Some(Box::new(received)),
+            Start::Verify(pending) => self.pending = Some(Box::new(pending)),
         }
         Ok(())
     }
@@ -285,12 +302,16 @@ impl Session {
             pending::Step::Done(received) => {
                 self.wait = None;
                 self.pending = None;
-                self.ready = Some(*received);
+                self.ready = Some(received);
                 Work::Idle
             }
             pending::Step::Finished => {
                 self.wait = None;
-                self.ready = self.pending.take().and_then(Pending::finish);
+                self.ready = self
+                    .pending
+                    .take()
+                    .and_then(|pending| pending.finish())
+                    .map(Box::new);
                 Work::Idle
             }
         }
@@ -311,7 +332,7 @@ impl Session {
 
     /// The next received message, once decoded and verified.
     pub fn poll_event(&mut self) -> Option<Received> {
-        self.ready.take()
+        self.ready.take().map(|received| *received)
     }
 
     /// The send-side rules, before `message` is written by the caller:
@@ -332,12 +353,12 @@ impl Session {
             }),
             Message::Ephemeral(EphemeralMessage::Subscribe(topics)) => {
                 message.wire_len()?;
-                self.ephemeral.subscribe(topics);
+                self.ephemeral_mut().subscribe(topics);
                 Ok(())
             }
             Message::Ephemeral(EphemeralMessage::Unsubscribe(topics)) => {
                 message.wire_len()?;
-                self.ephemeral.unsubscribe(topics);
+                self.ephemeral_mut().unsubscribe(topics);
                 Ok(())
             }
             Message::Sync(_) | Message::Ephemeral(_) => Ok(()),
@@ -380,7 +401,7 @@ impl Session {
     /// Records a subscription to `topics` and gives the Subscribe to send.
     #[must_use]
     pub fn subscribe(&mut self, topics: Topics) -> Message {
-        self.ephemeral.subscribe(&topics);
+        self.ephemeral_mut().subscribe(&topics);
         Message::Ephemeral(EphemeralMessage::Subscribe(topics))
     }
 
@@ -388,7 +409,7 @@ impl Session {
     /// to send.
     #[must_use]
     pub fn unsubscribe(&mut self, topics: Topics) -> Message {
-        self.ephemeral.unsubscribe(&topics);
+        self.ephemeral_mut().unsubscribe(&topics);
         Message::Ephemeral(EphemeralMessage::Unsubscribe(topics))
     }
 
@@ -405,7 +426,7 @@ impl Session {
         payload: impl Into<Bytes>,
         now: Now,
     ) -> Result<SignedEphemeral, PublishError> {
-        self.ephemeral.seal(signer, topic, payload, now.unix_secs)
+        self.ephemeral().seal(signer, topic, payload, now.unix_secs)
     }
 }
 

@@ -129,7 +129,7 @@ impl Pending {
     pub(super) fn step(
         &mut self,
         budget: &mut Bucket,
-        ephemeral: &mut EphemeralSession,
+        ephemeral: &mut Option<Box<EphemeralSession>>,
         step: usize,
         now: Instant,
     ) -> Step {
@@ -139,6 +139,7 @@ impl Pending {
                     return Step::Wait(at);
                 }
                 let result = ephemeral
+                    .get_or_insert_with(Box::default)
                     .verify_and_record(&pending.message, pending.now)
                     .map(Delivered::Ephemeral)
                     .map_err(Rejected::Ephemeral);
