@@ -182,6 +182,7 @@ pub const fn len_from_first_byte(first: u8) -> usize {
 }
 
 /// The tag of every encoding `len` (2..=9) bytes long: `0xF6 + len`.
+#[cfg(feature = "bulk")]
 #[inline(always)]
 const fn tag_of_len(len: usize) -> u8 {
     FIRST_MULTI_BYTE_TAG - 2 + len as u8
@@ -279,7 +280,9 @@ pub fn encode<B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
     varint::encode::<Bijou64, B>(value, buf);
 }
 
+#[cfg(feature = "bulk")]
 mod encode_slice;
+#[cfg(feature = "bulk")]
 pub use encode_slice::encode_slice;
 
 /// Completes a decode once the tag and the (up to) eight bytes after it are
@@ -385,8 +388,11 @@ pub enum ExactError {
     },
 }
 
+#[cfg(feature = "bulk")]
 mod decode_cycle;
+#[cfg(feature = "bulk")]
 mod decode_iter;
+#[cfg(feature = "bulk")]
 pub use decode_iter::{decode_iter, DecodeIter};
 
 /// This format, for the encoders shared with the other varint.
@@ -451,6 +457,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "bulk")]
     #[test]
     fn encode_slice_reports_total_need() {
         let mut out = [0u8; 3];
