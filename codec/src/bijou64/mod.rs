@@ -328,11 +328,11 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 // value can start (about 2 ns a value whatever the input). Here it is a
 // constant in each arm of a `match` on the tag, so when the branch
 // predictor knows the tier (most fields carry values of one size) the next
-// value starts before this one is loaded. Each arm reads its payload out
-// of the same 8-byte window (one bounds check and one load for the whole
-// value) with a constant shift; tier 8 is the `match`'s default arm and
-// folds the overflow check into the carry of its add. Fewer than 9 bytes
-// left (only near the end of the input) go to `decode_short`.
+// value starts before this one is loaded. One bounds check covers the
+// whole 9-byte window; each arm then reads its payload with one load and
+// a constant shift or mask, and tier 8, the `match`'s default arm, checks
+// the overflow. Fewer than 9 bytes left (only near the end of the input)
+// go to `decode_short`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     if let Some(&tag) = buf.first() {
@@ -340,7 +340,7 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
             return Ok((u64::from(tag), 1));
         }
     }
-    let Some(&[tag, a, b, c, d, e, f, g, h]) = buf.first_chunk::<MAX_LEN>() else {
+    let Some(chunk) = buf.first_chunk::<MAX_LEN>() else {
         // The short path never overflows (that needs all nine bytes), so
         // it reports in two registers: `used == 0` means incomplete, with
         // the missing count in the first field. A `Result` returned from
@@ -353,19 +353,44 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
             (value, used) => Ok((value, used)),
         };
     };
-    let window = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
-    // `window >> 8 * (8 - t)` is the tier-t payload; every sum is below
-    // the next tier's offset, so only tier 8 can overflow.
-    match tag {
-        0xF8 => Ok((OFFSETS[1] + (window >> 56), 2)),
-        0xF9 => Ok((OFFSETS[2] + (window >> 48), 3)),
-        0xFA => Ok((OFFSETS[3] + (window >> 40), 4)),
-        0xFB => Ok((OFFSETS[4] + (window >> 32), 5)),
-        0xFC => Ok((OFFSETS[5] + (window >> 24), 6)),
-        0xFD => Ok((OFFSETS[6] + (window >> 16), 7)),
-        0xFE => Ok((OFFSETS[7] + (window >> 8), 8)),
+    // Big-endian loads from the window; the indices are constants below.
+    let be4 = |at: usize| {
+        u64::from(u32::from_be_bytes([
+            chunk[at],
+            chunk[at + 1],
+            chunk[at + 2],
+            chunk[at + 3],
+        ]))
+    };
+    let be8 = |at: usize| {
+        u64::from_be_bytes([
+            chunk[at],
+            chunk[at + 1],
+            chunk[at + 2],
+            chunk[at + 3],
+            chunk[at + 4],
+            chunk[at + 5],
+            chunk[at + 6],
+            chunk[at + 7],
+        ])
+    };
+    // Each arm loads its own payload, one load of 1, 2, 4 or 8 bytes (a
+    // load shared by all arms would be made before the jump and copied
+    // after it). Every sum is below the next tier's offset, so only tier 8
+    // can overflow.
+    match chunk[0] {
+        0xF8 => Ok((OFFSETS[1] + u64::from(chunk[1]), 2)),
+        0xF9 => Ok((
+            OFFSETS[2] + u64::from(u16::from_be_bytes([chunk[1], chunk[2]])),
+            3,
+        )),
+        0xFA => Ok((OFFSETS[3] + (be4(0) & 0xFF_FFFF), 4)),
+        0xFB => Ok((OFFSETS[4] + be4(1), 5)),
+        0xFC => Ok((OFFSETS[5] + (be8(1) >> 24), 6)),
+        0xFD => Ok((OFFSETS[6] + (be8(1) >> 16), 7)),
+        0xFE => Ok((OFFSETS[7] + (be8(0) & 0x00FF_FFFF_FFFF_FFFF), 8)),
         // 0xFF (the one-byte tags returned above).
-        _ => match window.overflowing_add(OFFSETS[8]) {
+        _ => match be8(1).overflowing_add(OFFSETS[8]) {
             (value, false) => Ok((value, MAX_LEN)),
             (_, true) => Err(DecodeError::Overflow),
         },
