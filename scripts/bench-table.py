@@ -26,6 +26,9 @@ PRESETS = {
         vs="bijoux",
         vs_best="prost,unsigned-varint,gimli-leb128",
         per="value",
+        # The single-value decoder (what Reader::bijou64 runs) has its own
+        # ratio to bijoux beside the bulk decoder's.
+        ratio=["bijou64-decode/bijoux"],
     ),
 }
 
@@ -68,10 +71,14 @@ def main():
     ap.add_argument("--vs-best", help="comma list; ratio against the fastest")
     ap.add_argument("--per", choices=["iter", "value"], default="iter",
                     help="report time per iteration or per element")
+    ap.add_argument("--ratio", action="append", default=[],
+                    help="an extra ratio column A/B of two functions (repeatable)")
     args = ap.parse_args()
     if args.preset:
         for key, value in PRESETS[args.preset].items():
-            if getattr(args, key) in (None, "iter"):
+            if key == "ratio":
+                args.ratio = value + [r for r in args.ratio if r not in value]
+            elif getattr(args, key) in (None, "iter"):
                 setattr(args, key, value)
     if not args.groups or not args.ours:
         ap.error("give a preset or --groups and --ours")
@@ -93,6 +100,8 @@ def main():
         header.append(f"{args.ours}/{args.vs}")
     if best:
         header.append(f"{args.ours}/best-of({','.join(best)})")
+    ratios = [r.split("/", 1) for r in args.ratio]
+    header.extend(f"{a}/{b}" for a, b in ratios)
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for g in groups:
@@ -118,6 +127,9 @@ def main():
                 row.append(f"{ours[0] / t:.2f} ({name})")
             else:
                 row.append("")
+        for a, b in ratios:
+            top, bottom = results[g].get(a), results[g].get(b)
+            row.append(f"{top[0] / bottom[0]:.2f}" if top and bottom else "")
         print("| " + " | ".join(row) + " |")
 
 

@@ -14,6 +14,18 @@
 //!   truncate), with errors that carry field, offset and need/have.
 //! - [`BufExt`] / [`BufMutExt`]: bijou64 on `bytes::Buf` / `BufMut`.
 //!
+//! # Cargo features
+//!
+//! - `bulk` (off by default): the bulk bijou64 codecs,
+//!   `bijou64::decode_iter` (an iterator whose `fold` picks a decoder for
+//!   the shape of its input: one-byte runs, runs of one tier, repeating
+//!   length patterns) and `bijou64::encode_slice` (many values into a
+//!   pre-sized buffer). Nothing in the library needs them: messages are
+//!   read field by field through [`Reader`] and the single-value
+//!   [`bijou64::decode`]. They are for streams of many varints, and the
+//!   benchmarks enable them. Without the feature the crate is the
+//!   single-value codecs, [`Wire`], [`Reader`] and [`Writer`].
+//!
 //! ```
 //! use bijou_codec::{bijou64, Reader};
 //!

@@ -65,13 +65,23 @@ fn bijou64_matches_bijoux_on_a_million_seeded_values_across_all_tiers() {
     assert_eq!(ours_stream, theirs_stream);
     assert!(per_tier.iter().all(|&n| n > 100_000), "{per_tier:?}");
 
-    let decoded: Vec<u64> = bijou64::decode_iter(&theirs_stream)
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(decoded, values);
-    let mut batch = vec![0u8; values.len() * bijou64::MAX_LEN];
-    let n = bijou64::encode_slice(&values, &mut batch).unwrap();
-    assert_eq!(&batch[..n], &theirs_stream[..]);
+    let mut rest = &theirs_stream[..];
+    for &value in &values {
+        let (decoded, used) = bijou64::decode(rest).unwrap();
+        assert_eq!(decoded, value);
+        rest = &rest[used..];
+    }
+    assert!(rest.is_empty());
+    #[cfg(feature = "bulk")]
+    {
+        let decoded: Vec<u64> = bijou64::decode_iter(&theirs_stream)
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(decoded, values);
+        let mut batch = vec![0u8; values.len() * bijou64::MAX_LEN];
+        let n = bijou64::encode_slice(&values, &mut batch).unwrap();
+        assert_eq!(&batch[..n], &theirs_stream[..]);
+    }
 }
 
 #[test]
