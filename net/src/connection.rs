@@ -22,8 +22,9 @@
 //!
 //! **Never stalls its executor.** Verification runs in steps of at most
 //! [`Session::verify_step`] items; after each step the connection checks
-//! how long this poll has run and yields (`wake_by_ref` and `Pending`) once
-//! it has run for [`YIELD_AFTER`]. No poll verifies more than one step past
+//! how long this poll has run and yields (`Pending`, woken again as
+//! `tokio::task::yield_now` wakes, after the runtime has polled its I/O
+//! driver) once it has run for [`YIELD_AFTER`]. No poll verifies more than one step past
 //! that, apart from the poll that decodes a large message.
 //!
 //! **Nothing is lost on cancellation.** A message being verified, and a
@@ -465,8 +466,7 @@ impl<T: Transport> Connection<T> {
                     Work::Idle => continue,
                     Work::More => {
                         if started.elapsed() >= YIELD_AFTER {
-                            cx.waker().wake_by_ref();
-                            return Poll::Pending;
+                            return yield_to_runtime(cx);
                         }
                         continue;
                     }
@@ -497,11 +497,25 @@ impl<T: Transport> Connection<T> {
                 debug_assert!(false, "{busy}");
             }
             if self.session.has_work() && started.elapsed() >= YIELD_AFTER {
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
+                return yield_to_runtime(cx);
             }
         }
     }
+}
+
+/// Gives the thread back and asks to be polled again, the way
+/// `tokio::task::yield_now` does: on a tokio runtime the wake-up is
+/// deferred until the runtime has polled its I/O driver, so other
+/// connections' readiness is seen between two steps of a long
+/// verification (a plain `wake_by_ref` reschedules at once, and a worker
+/// busy with self-waking tasks polls the driver only every 61 tasks:
+/// tens of milliseconds here). Elsewhere it is `wake_by_ref`.
+fn yield_to_runtime<R>(cx: &mut Context<'_>) -> Poll<R> {
+    let yielded = std::pin::pin!(tokio::task::yield_now());
+    if yielded.poll(cx).is_ready() {
+        cx.waker().wake_by_ref();
+    }
+    Poll::Pending
 }
 
 impl<T: Transport> Stream for Connection<T> {
