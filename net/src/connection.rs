@@ -11,7 +11,8 @@
 //!   transport ──► Session::handle_message(bytes, now)
 //!                 Session::poll_work(now)  one bounded step (<= 32 items, verify_batch), then
 //!                                          yield if this poll has run for 0.5 ms; the budget's
-//!                                          waits are a timer held here
+//!                                          waits are a timer held here (tokio's inside a
+//!                                          runtime, a sleeping thread on other executors)
 //!   Stream ◄── Session::poll_event()  Some(Ok(Received { bytes, result }))
 //!          ◄── Some(Err(TransportError))   the transport failed: the stream ends
 //!          ◄── None                        the peer closed
@@ -92,6 +93,7 @@ pub use bijou_proto::session::{
     verify_message, Delivered, Received, Rejected, RejectedItem, VerifiedMessage,
 };
 
+use crate::budget_timer::BudgetTimer;
 use crate::handshake::{self, ConnectError};
 use crate::transport::{Transport, TransportError};
 use crate::SendError;
@@ -107,7 +109,7 @@ pub struct Connection<T> {
     session: Session,
     clock: Clock,
     /// The budget's wait in progress.
-    wait: Option<Pin<Box<tokio::time::Sleep>>>,
+    wait: Option<BudgetTimer>,
     ended: bool,
 }
 
@@ -459,7 +461,7 @@ impl<T: Transport> Connection<T> {
             }
             if self.session.has_work() {
                 if let Some(wait) = self.wait.as_mut() {
-                    ready!(wait.as_mut().poll(cx));
+                    ready!(wait.poll(cx));
                     self.wait = None;
                 }
                 match self.session.poll_work(self.clock.now()) {
@@ -471,8 +473,7 @@ impl<T: Transport> Connection<T> {
                         continue;
                     }
                     Work::Wait(at) => {
-                        let at = tokio::time::Instant::from_std(at);
-                        self.wait = Some(Box::pin(tokio::time::sleep_until(at)));
+                        self.wait = Some(BudgetTimer::until(at));
                         continue;
                     }
                 }

@@ -36,6 +36,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+mod budget_timer;
 pub mod connection;
 pub mod handshake;
 pub mod message_codec;

@@ -199,3 +199,51 @@ async fn a_cancelled_recv_loses_no_message() {
         assert_eq!(head(received), commit(i), "message {i}");
     }
 }
+
+/// The budget's waits need no tokio reactor: a `Connection` over a
+/// channel (`LengthChecked`), driven by `futures::executor`, waits for its
+/// budget on a sleeping thread (it used to panic: "there is no reactor
+/// running"). 30 commits spend a burst of 10 and 20 more, so the next
+/// message waits until 21 tokens have come back at 100/s: about 0.21 s.
+#[test]
+fn the_budget_waits_without_a_tokio_runtime() {
+    use bijou_net::handshake::Initiator;
+    use bijou_net::transport::LengthChecked;
+    use futures::StreamExt;
+
+    let (alice, bob) = (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    );
+    let initiator =
+        Initiator::new(&alice, Audience::Known(bob.peer_id()), NOW, [3; 16]).expect("challenge");
+    let answer = Responder::new(config()).answer(&bob, initiator.challenge().clone(), NOW);
+    let (tx, rx) = futures::channel::mpsc::unbounded::<Result<bytes::Bytes, std::io::Error>>();
+    let mut conn = Connection::established(
+        LengthChecked::new(rx, futures::sink::drain()),
+        bob.peer_id(),
+        answer.outcome.expect("accepted"),
+    );
+    conn.set_verify_budget(VerifyBudget::new(100, 10));
+    for commits in [(0..30).map(commit).collect(), vec![commit(31)]] {
+        tx.unbounded_send(Ok(response(commits).encode().expect("encode")))
+            .expect("queued");
+    }
+    let started = std::time::Instant::now();
+    for want in [30, 1] {
+        let received = futures::executor::block_on(conn.next())
+            .expect("one")
+            .expect("transport");
+        let verified = received
+            .result
+            .expect("verified")
+            .into_sync()
+            .expect("sync");
+        assert_eq!(verified.items.len(), want);
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(190),
+        "{:?}",
+        started.elapsed()
+    );
+}
