@@ -417,7 +417,9 @@ impl<T: Transport> Connection<T> {
 
     /// Splits into a sending and a receiving half for two tasks, sharing
     /// the connection (and so its session); [`ConnectionSender::reunite`]
-    /// puts them back together.
+    /// puts them back together. The halves take turns on one lock, held
+    /// for one poll at a time (a receiving poll verifies for at most
+    /// [`YIELD_AFTER`] plus one step), never across an `.await`.
     #[must_use]
     pub fn split(self) -> (ConnectionSender<T>, ConnectionReceiver<T>) {
         let shared = Arc::new(Mutex::new(self));
