@@ -147,6 +147,14 @@ pub enum UpgradeError {
         /// Bytes read.
         have: usize,
     },
+    /// (Client) the server closed without answering the upgrade: a
+    /// framed peer (a length prefix over TCP) does this, as it reads an
+    /// HTTP request as a malformed frame.
+    #[error("the server closed the connection without answering the WebSocket upgrade ({have} bytes read); is it a framed (length-prefixed TCP) peer rather than a WebSocket server? Connect to it with a framed transport instead")]
+    NotAnswered {
+        /// Bytes of an answer read before the end.
+        have: usize,
+    },
     /// The server answered with another status than 101.
     #[error("server answered the upgrade with status {status}")]
     Status {
@@ -214,7 +222,21 @@ where
     let (head, key) = generate_request(request).map_err(ws_error)?;
     stream.write_all(&head).await?;
     stream.flush().await?;
-    let (response, tail) = read_head::<Response, _>(&mut stream).await?;
+    let (response, tail) =
+        read_head::<Response, _>(&mut stream)
+            .await
+            .map_err(|err| match err {
+                TransportError::WebSocket(inner) => {
+                    match inner.downcast::<UpgradeError>().map(|e| *e) {
+                        Ok(UpgradeError::HeadIncomplete { have }) => {
+                            upgrade_error(UpgradeError::NotAnswered { have })
+                        }
+                        Ok(other) => upgrade_error(other),
+                        Err(inner) => TransportError::WebSocket(inner),
+                    }
+                }
+                other => other,
+            })?;
     verify_response(&response, &key).map_err(upgrade_error)?;
     Ok(WebSocketTransport::new(stream, Role::Client, tail))
 }
