@@ -109,10 +109,20 @@ pub struct Item<'a> {
 /// ```
 #[must_use]
 pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, VerifyError>> {
+    verify_batch_refs(&items.iter().collect::<Vec<_>>())
+}
+
+/// [`verify_batch`] on borrowed items, for callers whose signed payloads
+/// are not contiguous (each inside a larger item): no item is copied
+/// before verification.
+#[must_use]
+pub fn verify_batch_refs<T: Payload>(
+    items: &[&Signed<T>],
+) -> Vec<Result<Verified<T>, VerifyError>> {
     // Decompress every key first (the part decoding skipped); an item whose
     // key is no curve point fails here and takes no part in the batch.
     let keys: Vec<Result<VerifyingKey, VerifyError>> =
-        items.iter().map(Signed::verifying_key).collect();
+        items.iter().map(|signed| signed.verifying_key()).collect();
     let (raw, prechecks): (Vec<Item<'_>>, Vec<Result<(), VerifyError>>) = items
         .iter()
         .zip(&keys)
@@ -141,7 +151,7 @@ pub fn verify_batch<T: Payload>(items: &[Signed<T>]) -> Vec<Result<Verified<T>, 
                 .unwrap_or(Err(VerifyError::InvalidIssuer {
                     issuer: signed.peer_id(),
                 }))
-                .map(|()| Verified::new(signed.clone(), key))
+                .map(|()| Verified::new((*signed).clone(), key))
         })
         .collect()
 }

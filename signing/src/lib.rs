@@ -109,7 +109,7 @@ pub mod signed;
 pub mod strict;
 pub mod verified;
 
-pub use batch::verify_batch;
+pub use batch::{verify_batch, verify_batch_refs};
 pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};
 pub use digest::{Digest, DIGEST_LEN};
 pub use error::{BlobMismatch, DecodeError, SealError, VerifyError};

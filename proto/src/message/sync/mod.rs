@@ -475,8 +475,8 @@ fn verify_chunk<T>(
 where
     T: bijou_signing::Payload + Scoped + bijou_signing::HasBlobMeta,
 {
-    let signed: Vec<_> = items.iter().map(|item| item.signed().clone()).collect();
-    let verified = bijou_signing::verify_batch(&signed);
+    let signed: Vec<_> = items.iter().map(SignedItem::signed).collect();
+    let verified = bijou_signing::verify_batch_refs(&signed);
     items
         .iter()
         .zip(verified)
