@@ -81,7 +81,7 @@ use std::time::{Duration, Instant};
 
 use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
 use bijou_proto::handshake::{Authenticated, HandshakeConfig, Responder};
-use bijou_proto::message::{Audience, Message, SignedEphemeral, Topic, Topics};
+use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
 use bijou_proto::session::{Session, Work};
 use bijou_proto::time::Clock;
 use bijou_proto::VerifyBudget;
@@ -366,10 +366,7 @@ impl<T: Transport> Connection<T> {
     ///
     /// [`SendError`]: more than 65,535 topics, or the transport failed.
     pub async fn subscribe(&mut self, topics: Topics) -> Result<(), SendError> {
-        self.send(Message::Ephemeral(
-            bijou_proto::message::EphemeralMessage::Subscribe(topics),
-        ))
-        .await
+        self.send(EphemeralMessage::Subscribe(topics)).await
     }
 
     /// Unsubscribes from `topics`: their messages are refused from now on,
@@ -383,10 +380,7 @@ impl<T: Transport> Connection<T> {
     ///
     /// As [`Connection::subscribe`].
     pub async fn unsubscribe(&mut self, topics: Topics) -> Result<(), SendError> {
-        self.send(Message::Ephemeral(
-            bijou_proto::message::EphemeralMessage::Unsubscribe(topics),
-        ))
-        .await
+        self.send(EphemeralMessage::Unsubscribe(topics)).await
     }
 
     /// Signs `payload` for `topic` as `signer`, stamped with the
@@ -408,10 +402,8 @@ impl<T: Transport> Connection<T> {
         topic: Topic,
         payload: impl Into<Bytes>,
     ) -> Result<SignedEphemeral, SendError> {
-        let sealed = self
-            .session
-            .publish(signer, topic, payload, self.clock.now())?;
-        self.send(Message::Ephemeral(sealed.clone().into())).await?;
+        let sealed = self.seal(signer, topic, payload)?;
+        self.send(EphemeralMessage::from(sealed.clone())).await?;
         Ok(sealed)
     }
 
@@ -429,6 +421,19 @@ impl<T: Transport> Connection<T> {
             },
             ConnectionReceiver { shared },
         )
+    }
+
+    /// The message [`Connection::publish`] sends: signed, stamped with the
+    /// connection's clock.
+    fn seal<S: Identity + ?Sized>(
+        &self,
+        signer: &S,
+        topic: Topic,
+        payload: impl Into<Bytes>,
+    ) -> Result<SignedEphemeral, SendError> {
+        Ok(self
+            .session
+            .publish(signer, topic, payload, self.clock.now())?)
     }
 
     fn poll_ready_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
@@ -675,10 +680,7 @@ impl<T: Transport> ConnectionSender<T> {
     ///
     /// [`SendError`].
     pub async fn subscribe(&mut self, topics: Topics) -> Result<(), SendError> {
-        self.send(Message::Ephemeral(
-            bijou_proto::message::EphemeralMessage::Subscribe(topics),
-        ))
-        .await
+        self.send(EphemeralMessage::Subscribe(topics)).await
     }
 
     /// See [`Connection::unsubscribe`].
@@ -691,10 +693,7 @@ impl<T: Transport> ConnectionSender<T> {
     ///
     /// [`SendError`].
     pub async fn unsubscribe(&mut self, topics: Topics) -> Result<(), SendError> {
-        self.send(Message::Ephemeral(
-            bijou_proto::message::EphemeralMessage::Unsubscribe(topics),
-        ))
-        .await
+        self.send(EphemeralMessage::Unsubscribe(topics)).await
     }
 
     /// See [`Connection::publish`].
@@ -712,12 +711,8 @@ impl<T: Transport> ConnectionSender<T> {
         topic: Topic,
         payload: impl Into<Bytes>,
     ) -> Result<SignedEphemeral, SendError> {
-        let sealed = {
-            let conn = lock(&self.shared);
-            conn.session
-                .publish(signer, topic, payload, conn.clock.now())?
-        };
-        self.send(Message::Ephemeral(sealed.clone().into())).await?;
+        let sealed = lock(&self.shared).seal(signer, topic, payload)?;
+        self.send(EphemeralMessage::from(sealed.clone())).await?;
         Ok(sealed)
     }
 

@@ -19,6 +19,8 @@
 //!
 //!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
 //!                                               Subscribe/Unsubscribe) ──► bytes to send
+//!   (the one send rule, however a message leaves: encoded here, written
+//!    in place by a transport, or forwarded as received bytes)
 //! ```
 //!
 //! # Bounded work per step
@@ -89,8 +91,9 @@ use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
 use crate::handshake::Authenticated;
+use crate::message::ephemeral::{TAG_SUBSCRIBE, TAG_UNSUBSCRIBE};
 use crate::message::{
-    EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, Topics, EPHEMERAL_SCHEMA,
+    EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, EPHEMERAL_SCHEMA,
     HANDSHAKE_SCHEMA,
 };
 use crate::time::Now;
@@ -378,7 +381,14 @@ impl Session {
                 kind: "handshake message",
             });
         }
-        if bytes.starts_with(&EPHEMERAL_SCHEMA) {
+        // Only a Subscribe or an Unsubscribe changes the session: decode
+        // those (a few topics), not every forwarded message.
+        let control = bytes.starts_with(&EPHEMERAL_SCHEMA)
+            && matches!(
+                bytes.get(EPHEMERAL_SCHEMA.len()),
+                Some(&(TAG_SUBSCRIBE | TAG_UNSUBSCRIBE))
+            );
+        if control {
             if let Ok(message @ Message::Ephemeral(_)) = Message::decode(bytes.clone()) {
                 return self.on_send(&message);
             }
@@ -396,21 +406,6 @@ impl Session {
         let bytes = message.encode()?;
         self.on_send(message)?;
         Ok(bytes)
-    }
-
-    /// Records a subscription to `topics` and gives the Subscribe to send.
-    #[must_use]
-    pub fn subscribe(&mut self, topics: Topics) -> Message {
-        self.ephemeral_mut().subscribe(&topics);
-        Message::Ephemeral(EphemeralMessage::Subscribe(topics))
-    }
-
-    /// Records that we unsubscribed from `topics` and gives the Unsubscribe
-    /// to send.
-    #[must_use]
-    pub fn unsubscribe(&mut self, topics: Topics) -> Message {
-        self.ephemeral_mut().unsubscribe(&topics);
-        Message::Ephemeral(EphemeralMessage::Unsubscribe(topics))
     }
 
     /// Signs `payload` for `topic` as `signer`, stamped `now` with a random

@@ -110,8 +110,8 @@ fn handshake_sync_and_ephemeral_with_no_runtime() {
     // Ephemeral: B subscribes (recorded by encoding it), A sees the
     // Subscribe, publishes, B delivers it.
     let topic = Topic::new([4; 32]);
-    let subscribe = b.subscribe(Topics::one(topic));
-    let wire = subscribe.encode().expect("encode");
+    let subscribe = Message::Ephemeral(EphemeralMessage::Subscribe(Topics::one(topic)));
+    let wire = b.encode(&subscribe).expect("encode");
     assert!(b.ephemeral().is_subscribed(&topic));
     a.handle_message(wire, now).expect("wants it");
     match a.poll_event().expect("answered at once").result {

@@ -59,8 +59,8 @@ pub use topics::Topics;
 pub const EPHEMERAL_SCHEMA: [u8; 4] = *b"SUE\0";
 
 const TAG_EPHEMERAL: u8 = 0x00;
-const TAG_SUBSCRIBE: u8 = 0x01;
-const TAG_UNSUBSCRIBE: u8 = 0x02;
+pub(crate) const TAG_SUBSCRIBE: u8 = 0x01;
+pub(crate) const TAG_UNSUBSCRIBE: u8 = 0x02;
 const TAG_SUBSCRIBE_REJECTED: u8 = 0x03;
 
 /// An ephemeral message; see the [module docs](self).
