@@ -41,7 +41,7 @@ pub enum ConnectError {
     #[error("transport failed during the handshake: {0}")]
     Transport(#[source] TransportError),
     /// The peer closed the stream before the handshake completed.
-    #[error("peer closed the stream during the handshake (waiting for {waiting_for}); is it a Subduction peer speaking the same transport and length prefix? A WebSocket server (Subduction's default) closes like this when it receives length-prefixed frames: connect to it with a ws:// URL")]
+    #[error("peer closed the stream during the handshake (waiting for {waiting_for}); is it a Subduction peer speaking the same transport and length prefix? If this side sent length-prefixed frames, the server may be a WebSocket server (Subduction's default), which closes like this: connect to it with a ws:// URL")]
     Closed {
         /// The message we were waiting for.
         waiting_for: &'static str,

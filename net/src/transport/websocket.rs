@@ -141,7 +141,7 @@ pub enum UpgradeError {
         /// The maximum.
         max: usize,
     },
-    /// The stream ended inside the HTTP head.
+    /// (Server) the stream ended inside the client's HTTP request.
     #[error("stream ended inside the HTTP head ({have} bytes read)")]
     HeadIncomplete {
         /// Bytes read.
@@ -223,20 +223,7 @@ where
     stream.write_all(&head).await?;
     stream.flush().await?;
     let (response, tail) =
-        read_head::<Response, _>(&mut stream)
-            .await
-            .map_err(|err| match err {
-                TransportError::WebSocket(inner) => {
-                    match inner.downcast::<UpgradeError>().map(|e| *e) {
-                        Ok(UpgradeError::HeadIncomplete { have }) => {
-                            upgrade_error(UpgradeError::NotAnswered { have })
-                        }
-                        Ok(other) => upgrade_error(other),
-                        Err(inner) => TransportError::WebSocket(inner),
-                    }
-                }
-                other => other,
-            })?;
+        read_head::<Response, _>(&mut stream, |have| UpgradeError::NotAnswered { have }).await?;
     verify_response(&response, &key).map_err(upgrade_error)?;
     Ok(WebSocketTransport::new(stream, Role::Client, tail))
 }
@@ -258,7 +245,8 @@ pub async fn accept<S>(mut stream: S) -> Result<WebSocketTransport<S>, Transport
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let (request, tail) = read_head::<Request, _>(&mut stream).await?;
+    let (request, tail) =
+        read_head::<Request, _>(&mut stream, |have| UpgradeError::HeadIncomplete { have }).await?;
     let response = match create_response(&request) {
         Ok(response) => response,
         Err(e) => {
@@ -277,18 +265,19 @@ where
 }
 
 /// Reads an HTTP head (at most [`MAX_HTTP_HEAD`] bytes) and returns it
-/// parsed, with the bytes read behind it: the peer's first frames.
+/// parsed, with the bytes read behind it: the peer's first frames. If the
+/// stream ends first, the error is `at_eof(bytes read)`: each side says
+/// what an early end means for it.
 async fn read_head<T: TryParse, S: AsyncRead + Unpin>(
     stream: &mut S,
+    at_eof: fn(usize) -> UpgradeError,
 ) -> Result<(T, BytesMut), TransportError> {
     let mut buf = Vec::new();
     let mut scratch = [0u8; 1024];
     loop {
         let n = stream.read(&mut scratch).await?;
         let Some(read) = scratch.get(..n).filter(|read| !read.is_empty()) else {
-            return Err(upgrade_error(UpgradeError::HeadIncomplete {
-                have: buf.len(),
-            }));
+            return Err(upgrade_error(at_eof(buf.len())));
         };
         buf.extend_from_slice(read);
         if let Some((size, parsed)) = T::try_parse(&buf).map_err(ws_error)? {
