@@ -7,6 +7,10 @@
 //!   any other executor      ──► one thread sleeps until the deadline, then
 //!                               wakes the latest waker (no reactor needed)
 //! ```
+//!
+//! Bound: one timer per connection at a time, and a wait is at most
+//! `burst / per_second` of its `VerifyBudget` (1 s by default), so a peer
+//! holds at most one sleeping thread per connection outside tokio.
 
 use std::future::Future;
 use std::pin::Pin;
