@@ -241,7 +241,7 @@ impl<T: Transport> Connection<T> {
     }
 
     /// Sends a message (a [`SyncMessage`](bijou_proto::SyncMessage), an
-    /// [`EphemeralMessage`](bijou_proto::message::EphemeralMessage), a
+    /// [`EphemeralMessage`], a
     /// [`Message`], or a `&Message`, which is cloned), and flushes. A
     /// Subscribe or Unsubscribe is recorded in the session.
     ///
