@@ -20,6 +20,8 @@
 //! | [`Leb128`]    | 1..=10 | the last byte     | canonical: overlong forms are rejected |
 //! | [`U32Be`]     | 4      | always 4          | Subduction's QUIC framing              |
 //!
+//! [`PrefixKind`] names one of them at run time (a flag, a capture).
+//!
 //! The trait is sealed: the codec's guarantees (canonical prefixes, exact
 //! error reporting) rest on these three implementations.
 //!
@@ -35,10 +37,12 @@
 use core::fmt::Debug;
 
 mod bijou64;
+mod kind;
 mod leb128;
 mod u32_be;
 
 pub use self::bijou64::Bijou64;
+pub use self::kind::{PrefixKind, UnknownPrefix};
 pub use self::leb128::Leb128;
 pub use self::u32_be::U32Be;
 
