@@ -35,6 +35,7 @@ impl sealed::Sealed for Bijou64 {}
 
 impl LengthPrefix for Bijou64 {
     const NAME: &'static str = "bijou64";
+    const KIND: super::PrefixKind = super::PrefixKind::Bijou64;
     const MAX_LEN: usize = bijou64::MAX_LEN;
     const MAX_VALUE: u64 = u64::MAX;
 

@@ -30,6 +30,7 @@ impl sealed::Sealed for Leb128 {}
 
 impl LengthPrefix for Leb128 {
     const NAME: &'static str = "leb128";
+    const KIND: super::PrefixKind = super::PrefixKind::Leb128;
     const MAX_LEN: usize = leb128::MAX_LEN;
     const MAX_VALUE: u64 = u64::MAX;
 

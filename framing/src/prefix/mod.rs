@@ -93,6 +93,9 @@ pub trait LengthPrefix:
     /// A short name for messages (`"bijou64"`, `"leb128"`, `"u32-be"`).
     const NAME: &'static str;
 
+    /// This prefix as a run-time value.
+    const KIND: PrefixKind;
+
     /// The longest prefix this encoding writes, in bytes.
     const MAX_LEN: usize;
 

@@ -27,6 +27,7 @@ impl sealed::Sealed for U32Be {}
 
 impl LengthPrefix for U32Be {
     const NAME: &'static str = "u32-be";
+    const KIND: super::PrefixKind = super::PrefixKind::U32Be;
     const MAX_LEN: usize = 4;
     const MAX_VALUE: u64 = u32::MAX as u64;
 
