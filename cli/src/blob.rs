@@ -112,6 +112,7 @@ fn sig_path(file: &Path, given: Option<&PathBuf>, flag: &str) -> Result<PathBuf,
 }
 
 fn sign(args: &SignArgs) -> Result<(), Failure> {
+    check_file(&args.file)?;
     let key = read_key_file(&args.key).map_err(Failure::input)?;
     let out = sig_path(&args.file, args.out.as_ref(), "--out SIG")?;
     let statement = hash(&args.file)?;
@@ -135,6 +136,7 @@ fn sign(args: &SignArgs) -> Result<(), Failure> {
 const MAX_SIG_FILE: u64 = 4 + 32 + 32 + 9 + SIGNATURE_LEN as u64;
 
 fn verify(args: &VerifyArgs) -> Result<(), Failure> {
+    check_file(&args.file)?;
     let sig = sig_path(&args.file, args.sig.as_ref(), "SIG after FILE")?;
     let signed = read_signature(&sig)?;
     let verified = signed.verify_strict().map_err(|e| {
@@ -202,14 +204,7 @@ fn hash(path: &Path) -> Result<BlobStatement, Failure> {
             .update_reader(&mut stdin)
             .map_err(|e| Failure::input(format!("cannot read stdin: {e}")))?;
     } else {
-        let meta = std::fs::metadata(path)
-            .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
-        if meta.is_dir() {
-            return Err(Failure::input(format!(
-                "{} is a directory: sign a file (for a directory, sign an archive of it)",
-                path.display()
-            )));
-        }
+        check_file(path)?;
         hasher
             .update_mmap_rayon(path)
             .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
@@ -219,6 +214,22 @@ fn hash(path: &Path) -> Result<BlobStatement, Failure> {
         Digest::from_bytes(*hasher.finalize().as_bytes()),
         hasher.count(),
     ))
+}
+
+/// A readable file, not a directory (stdin passes).
+fn check_file(path: &Path) -> Result<(), Failure> {
+    if is_stdin(path) {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    if meta.is_dir() {
+        return Err(Failure::input(format!(
+            "{} is a directory: sign or verify a file (for a directory, an archive of it)",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn spinner(path: &Path) -> ProgressBar {

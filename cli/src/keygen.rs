@@ -18,6 +18,8 @@ use crate::exit::Failure;
 /// Example:
 ///   bijou keygen --out me.key
 ///   bijou blob sign notes.txt --key me.key
+///
+/// Exit codes: 0 written; 2 the file exists or cannot be written.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {

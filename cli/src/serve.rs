@@ -62,8 +62,9 @@ pub struct Args {
     /// Length prefix with --transport tcp: bijou64, leb128 or u32-be.
     #[arg(long, default_value_t = PrefixKind::Bijou64)]
     pub prefix: PrefixKind,
-    /// The service name clients may address (default: the --listen
-    /// address, as `subduction_cli server` defaults to its --socket).
+    /// The service name clients may address (default: the address it
+    /// listens on, port included, as `subduction_cli server` defaults to
+    /// its --socket).
     #[arg(long, value_name = "NAME")]
     pub service_name: Option<String>,
     /// The server's key file (default: a new key for this run).
@@ -107,6 +108,15 @@ const MAX_STORE_BYTES: usize = 256 << 20;
 pub const ITEM_OVERHEAD: usize = 256;
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// `println!` that ignores a closed stdout: a server keeps serving when
+/// whoever started it stops reading its log.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
 
 pub fn short(peer: PeerId) -> String {
     peer.to_string().chars().take(8).collect()
@@ -207,7 +217,7 @@ impl SyncServer {
                 drop(slot);
                 if log {
                     match result {
-                        Ok((peer, r)) => println!(
+                        Ok((peer, r)) => say!(
                             "  {peer_addr} peer {}: {} commits stored ({} duplicate, {} refused, {} rejected), {} sync request(s) answered{}",
                             short(peer),
                             r.stored,
@@ -217,7 +227,7 @@ impl SyncServer {
                             r.requests,
                             r.first_problem.map(|p| format!("; {p}")).unwrap_or_default()
                         ),
-                        Err(e) => println!("  {peer_addr}: {e}"),
+                        Err(e) => say!("  {peer_addr}: {e}"),
                     }
                 }
             });
@@ -499,7 +509,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     let name = args
         .service_name
         .clone()
-        .unwrap_or_else(|| args.listen.to_string());
+        .unwrap_or_else(|| local.to_string());
     let server = Arc::new(SyncServer::new(key, name, Fault::None));
     let id = server.key.peer_id();
     let connect = match args.transport {
@@ -507,19 +517,19 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         TransportArg::Tcp if args.prefix == PrefixKind::Bijou64 => format!("tcp://{local}"),
         TransportArg::Tcp => format!("tcp://{local} --prefix {}", args.prefix),
     };
-    println!(
+    say!(
         "sync server S {id} listening on {}; service name {:?}; in memory only, nothing is kept after it stops; Ctrl-C to stop",
         Target::local(local, args.transport, args.prefix),
         server.service_name
     );
-    println!("  connect with: bijou sync --connect {connect} --server-id {id}");
-    println!(
+    say!("  connect with: bijou sync --connect {connect} --server-id {id}");
+    say!(
         "           or: bijou sync --connect {connect} --service-name {:?}",
         server.service_name
     );
     tokio::select! {
         () = server.serve(listener, args.transport, args.prefix, true) => {}
-        _ = tokio::signal::ctrl_c() => println!("interrupted: stopping (the store is dropped)"),
+        _ = tokio::signal::ctrl_c() => say!("interrupted: stopping (the store is dropped)"),
     }
     Ok(())
 }

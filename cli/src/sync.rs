@@ -184,6 +184,14 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
         (Some(s), None, None) => Audience::Known(s.key.peer_id()),
         (None, None, None) => Audience::discover(target.authority().as_bytes()),
     };
+    let addressed = match (audience, &args.service_name) {
+        (Audience::Known(id), _) => format!("the server key {id}"),
+        (Audience::Discover(_), Some(name)) => format!("the service name {name:?}"),
+        (Audience::Discover(_), None) => format!(
+            "the service name {:?} (the HOST:PORT of --connect)",
+            target.authority()
+        ),
+    };
     let seed = args.seed.unwrap_or_else(rand::random);
     let key_a = match &args.key {
         Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
@@ -222,6 +230,7 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
     let job = ClientJob {
         target,
         audience,
+        addressed,
         window: usize::from(args.window),
         ack_timeout: Duration::from_millis(args.ack_timeout),
         bar: bar.clone(),
@@ -295,6 +304,8 @@ impl Plan {
 struct ClientJob {
     target: Target,
     audience: Audience,
+    /// The audience in words, for errors.
+    addressed: String,
     window: usize,
     ack_timeout: Duration,
     bar: ProgressBar,
@@ -348,7 +359,10 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
         expected: plan.commits.len(),
         ..Outcome::default()
     };
-    let (mut conn, handshake) = job.target.open(&key_a, job.audience).await?;
+    let (mut conn, handshake) = job
+        .target
+        .open(&key_a, job.audience, &job.addressed)
+        .await?;
     outcome.pusher = Some(conn.local_peer());
     outcome.remote = Some(conn.remote_peer());
     outcome.handshakes.0 = handshake;
@@ -356,7 +370,10 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     let _ = conn.close().await;
 
     let key_b = new_key()?;
-    let (mut conn, handshake) = job.target.open(&key_b, job.audience).await?;
+    let (mut conn, handshake) = job
+        .target
+        .open(&key_b, job.audience, &job.addressed)
+        .await?;
     outcome.fetcher = Some(conn.local_peer());
     outcome.handshakes.1 = handshake;
     outcome.fetch = fetch(

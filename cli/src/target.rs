@@ -12,10 +12,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, PrefixKind, U32Be};
-use bijou_frame::net::handshake::HandshakeConfig;
-use bijou_frame::net::message::Audience;
+use bijou_frame::net::handshake::{HandshakeConfig, HandshakeError};
+use bijou_frame::net::message::{Audience, RejectionReason};
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::net::Connection;
+use bijou_frame::net::{ConnectError, Connection};
 use bijou_frame::signing::ed25519_dalek::SigningKey;
 use tokio::net::TcpStream;
 
@@ -155,17 +155,40 @@ impl Target {
     }
 
     /// Connects and runs the handshake; also returns how long both took.
+    /// `addressed` names the audience for the error text (`the service
+    /// name "HOST:PORT"`).
     pub async fn open(
         &self,
         key: &SigningKey,
         audience: Audience,
+        addressed: &str,
     ) -> Result<(Connection<Carrier>, Duration), Failure> {
         let t0 = Instant::now();
         let carrier = self.carrier().await?;
         let conn = Connection::connect(carrier, key, audience, &HandshakeConfig::default())
             .await
-            .map_err(|e| Failure::network(format!("handshake with {self} failed: {e}")))?;
+            .map_err(|e| self.refused(&e, addressed))?;
         Ok((conn, t0.elapsed()))
+    }
+
+    /// The handshake failure as the user should read it: what we sent,
+    /// and, for an audience refusal, which flags to try.
+    pub fn refused(&self, err: &ConnectError, addressed: &str) -> Failure {
+        let audience_refused = matches!(
+            err.handshake(),
+            Some(HandshakeError::Rejected {
+                reason: RejectionReason::InvalidAudience,
+                ..
+            })
+        );
+        let tip = if audience_refused {
+            format!(
+                " [we addressed {addressed}: give the server's own --service-name, or its peer id with --server-id]"
+            )
+        } else {
+            String::new()
+        };
+        Failure::network(format!("handshake with {self} failed: {err}{tip}"))
     }
 }
 

@@ -82,7 +82,7 @@ pub fn looks_like_hex(text: &[u8]) -> bool {
             return false;
         }
     }
-    digits >= 2 && digits % 2 == 0
+    digits >= 2 && digits.is_multiple_of(2)
 }
 
 #[cfg(test)]
