@@ -120,6 +120,9 @@ pub struct Args {
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
 
+/// How long a closing connection waits for the server's side of the close.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
 fn new_key() -> Result<SigningKey, Failure> {
     key_file::generate().map_err(Failure::input)
 }
@@ -367,7 +370,10 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     outcome.remote = Some(conn.remote_peer());
     outcome.handshakes.0 = handshake;
     outcome.push = push(&mut conn, plan, job).await;
-    let _ = conn.close().await;
+    // Every commit is acknowledged or timed out by now; closing gracefully
+    // lets a server finish what it still sends (acknowledgements of
+    // duplicates, its close reply) instead of meeting a reset.
+    let _ = conn.shutdown(CLOSE_GRACE).await;
 
     let key_b = new_key()?;
     let (mut conn, handshake) = job
@@ -382,7 +388,7 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
         job.ack_timeout.max(Duration::from_secs(10)),
     )
     .await;
-    let _ = conn.close().await;
+    let _ = conn.shutdown(CLOSE_GRACE).await;
     Ok(outcome)
 }
 

@@ -54,7 +54,9 @@ pub use bijou_proto::message::{
     HandshakeMessage, Message, MessageError, MessageFrame, SyncMessage,
 };
 pub use bijou_proto::VerifyBudget;
-pub use connection::{Connection, Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
+pub use connection::{
+    Connection, Delivered, Received, Rejected, RejectedItem, Shutdown, VerifiedMessage,
+};
 pub use handshake::ConnectError;
 pub use message_codec::{MessageCodec, SendError};
 pub use tokio_clock::TokioClock;
