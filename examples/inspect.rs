@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Err(_) => return ExitCode::SUCCESS, // stdout closed (piped into `head`)
     };
     println!("{summary}");
-    if let Some(error) = summary.stream_error {
+    if let Some(error) = &summary.stream_error {
         eprintln!("{error}");
     }
     match summary.status() {
