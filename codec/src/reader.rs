@@ -18,7 +18,7 @@
 //! Fixed-width integers are big-endian, as in every Subduction layout.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError};
+//! use bijou_frame::codec::{Reader, ReadError};
 //! use bytes::Bytes;
 //!
 //! let frame = Bytes::from_static(&[0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB]);
@@ -404,7 +404,7 @@ impl<'a> Reader<'a> {
     ///
     /// ```
     /// let frame = bytes::Bytes::from_static(&[0u8; 64]);
-    /// let mut r = bijou_codec::Reader::new(&frame);
+    /// let mut r = bijou_frame::codec::Reader::new(&frame);
     /// assert_eq!(r.capacity_for("parents", 2, 32), Ok(2));
     /// assert!(r.capacity_for("parents", 3, 32).is_err());
     /// ```

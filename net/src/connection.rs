@@ -40,10 +40,10 @@
 //! sink) hold for the messages the other receives.
 //!
 //! ```
-//! use bijou_net::handshake::HandshakeConfig;
-//! use bijou_net::message::*;
-//! use bijou_net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
-//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+//! use bijou_frame::net::handshake::HandshakeConfig;
+//! use bijou_frame::net::message::*;
+//! use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
+//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -337,7 +337,8 @@ impl<T: Transport> Connection<T> {
     /// with [`recv`](Self::recv) first if they matter.
     ///
     /// ```no_run
-    /// # async fn f(mut conn: bijou_net::Connection<bijou_net::transport::FramedTransport<tokio::net::TcpStream>>) -> Result<(), bijou_net::SendError> {
+    /// # use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, SendError};
+    /// # async fn f(mut conn: Connection<FramedTransport<tokio::net::TcpStream, Bijou64>>) -> Result<(), SendError> {
     /// let closed = conn.shutdown(std::time::Duration::from_secs(2)).await?;
     /// if !closed.peer_closed {
     ///     eprintln!("the peer did not close within 2 s");

@@ -17,8 +17,8 @@
 //! re-encodes to itself (trailing bytes are refused).
 //!
 //! ```
-//! use bijou_signing::{BlobStatement, Signed, Identity};
-//! use bijou_codec::Wire;
+//! use bijou_frame::signing::{BlobStatement, Signed, Identity};
+//! use bijou_frame::codec::Wire;
 //! use ed25519_dalek::SigningKey;
 //!
 //! let key = SigningKey::from_bytes(&[7; 32]);
@@ -151,7 +151,10 @@ mod tests {
     fn every_truncation_and_trailing_byte_is_refused() {
         let wire = signed();
         for end in 0..wire.len() {
-            assert!(Signed::<BlobStatement>::decode(wire.slice(..end)).is_err(), "{end}");
+            assert!(
+                Signed::<BlobStatement>::decode(wire.slice(..end)).is_err(),
+                "{end}"
+            );
         }
         let mut longer = std::vec::Vec::from(&wire[..]);
         longer.push(0);
@@ -187,7 +190,10 @@ mod tests {
         assert_eq!(a.check(&a), Ok(()));
         assert!(matches!(
             a.check(&BlobStatement::for_bytes(b"abcd")),
-            Err(BlobMismatch::Size { expected: 3, actual: 4 })
+            Err(BlobMismatch::Size {
+                expected: 3,
+                actual: 4
+            })
         ));
         assert!(matches!(
             a.check(&BlobStatement::for_bytes(b"abd")),
@@ -196,7 +202,8 @@ mod tests {
     }
 
     #[test]
-    fn a_statement_signed_by_another_key_names_that_key() -> Result<(), std::boxed::Box<dyn std::error::Error>> {
+    fn a_statement_signed_by_another_key_names_that_key(
+    ) -> Result<(), std::boxed::Box<dyn std::error::Error>> {
         let other = SigningKey::from_bytes(&[10; 32]);
         let signed = Signed::seal(&other, &BlobStatement::for_bytes(b"x"))?;
         assert_eq!(signed.verify_strict()?.peer_id(), other.peer_id());

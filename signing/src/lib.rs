@@ -46,8 +46,8 @@
 //! - [`strict`]: the verification rules on raw triples.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
-//! use bijou_signing::{Payload, Signed, VerifyError};
+//! use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+//! use bijou_frame::signing::{Payload, Signed, VerifyError};
 //! use bytes::BufMut;
 //! use ed25519_dalek::SigningKey;
 //!

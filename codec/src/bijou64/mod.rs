@@ -37,7 +37,7 @@
 //! # Example
 //!
 //! ```
-//! use bijou_codec::bijou64;
+//! use bijou_frame::codec::bijou64;
 //!
 //! let mut buf = Vec::new();
 //! bijou64::encode_to_vec(300, &mut buf);
@@ -155,7 +155,7 @@ const fn tier(value: u64) -> usize {
 /// Length in bytes (1..=9) of the encoding of `value`.
 ///
 /// ```
-/// use bijou_codec::bijou64::encoded_len;
+/// use bijou_frame::codec::bijou64::encoded_len;
 /// assert_eq!(encoded_len(247), 1);
 /// assert_eq!(encoded_len(248), 2);
 /// assert_eq!(encoded_len(u64::MAX), 9);
@@ -170,7 +170,7 @@ pub const fn encoded_len(value: u64) -> usize {
 /// branches: this is what a streaming decoder needs to know how long to wait.
 ///
 /// ```
-/// use bijou_codec::bijou64::len_from_first_byte;
+/// use bijou_frame::codec::bijou64::len_from_first_byte;
 /// assert_eq!(len_from_first_byte(0x2A), 1);
 /// assert_eq!(len_from_first_byte(0xF8), 2);
 /// assert_eq!(len_from_first_byte(0xFF), 9);
@@ -193,7 +193,7 @@ const fn tag_of_len(len: usize) -> u8 {
 /// unspecified. This is the building block of every other encoder here.
 ///
 /// ```
-/// let (bytes, len) = bijou_codec::bijou64::encode_array(1000);
+/// let (bytes, len) = bijou_frame::codec::bijou64::encode_array(1000);
 /// assert_eq!(&bytes[..len], &[0xF9, 0x01, 0xF0]);
 /// ```
 #[inline]
@@ -241,9 +241,9 @@ const fn put_window(value: u64, window: &mut [u8; MAX_LEN]) -> usize {
 ///
 /// ```
 /// let mut out = [0u8; 4];
-/// assert_eq!(bijou_codec::bijou64::encode_to_slice(300, &mut out), Ok(2));
+/// assert_eq!(bijou_frame::codec::bijou64::encode_to_slice(300, &mut out), Ok(2));
 /// assert_eq!(out, [0xF8, 0x34, 0, 0]);
-/// assert!(bijou_codec::bijou64::encode_to_slice(u64::MAX, &mut out).is_err());
+/// assert!(bijou_frame::codec::bijou64::encode_to_slice(u64::MAX, &mut out).is_err());
 /// ```
 #[inline]
 pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
@@ -254,7 +254,7 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 ///
 /// ```
 /// let mut out = vec![0xAA];
-/// bijou_codec::bijou64::encode_to_vec(504, &mut out);
+/// bijou_frame::codec::bijou64::encode_to_vec(504, &mut out);
 /// assert_eq!(out, [0xAA, 0xF9, 0x00, 0x00]);
 /// ```
 #[inline]
@@ -272,7 +272,7 @@ pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
 ///
 /// ```
 /// let mut out = bytes::BytesMut::new();
-/// bijou_codec::bijou64::encode(67_000, &mut out);
+/// bijou_frame::codec::bijou64::encode(67_000, &mut out);
 /// assert_eq!(&out[..], &[0xFA, 0x00, 0x03, 0xC0]);
 /// ```
 #[inline]
@@ -317,7 +317,7 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 /// [`DecodeError::Overflow`] for a tier-8 payload past `u64::MAX`.
 ///
 /// ```
-/// use bijou_codec::bijou64::{decode, DecodeError};
+/// use bijou_frame::codec::bijou64::{decode, DecodeError};
 /// assert_eq!(decode(&[0xF8, 0x34, 0xEE]), Ok((300, 2)));
 /// assert_eq!(decode(&[]), Err(DecodeError::Incomplete { needed: 1 }));
 /// assert_eq!(decode(&[0xFF; 9]), Err(DecodeError::Overflow));
@@ -433,7 +433,7 @@ fn decode_short(buf: &[u8]) -> (u64, usize) {
 /// As [`decode`], plus [`ExactError::Trailing`] if bytes are left over.
 ///
 /// ```
-/// use bijou_codec::bijou64::{decode_exact, ExactError};
+/// use bijou_frame::codec::bijou64::{decode_exact, ExactError};
 /// assert_eq!(decode_exact(&[0x2A]), Ok(42));
 /// assert_eq!(decode_exact(&[0x2A, 0x00]), Err(ExactError::Trailing { used: 1, len: 2 }));
 /// ```

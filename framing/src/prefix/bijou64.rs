@@ -23,7 +23,7 @@ use super::{sealed, LengthPrefix, PrefixError, MAX_PREFIX_LEN};
 /// ```
 ///
 /// ```
-/// use bijou_framing::prefix::{Bijou64, LengthPrefix};
+/// use bijou_frame::framing::prefix::{Bijou64, LengthPrefix};
 /// let (bytes, n) = Bijou64::encode(1000).unwrap();
 /// assert_eq!(&bytes[..n], &[0xF9, 0x01, 0xF0]);
 /// assert_eq!(Bijou64::decode(&bytes[..n]), Ok((1000, 3)));

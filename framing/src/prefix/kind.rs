@@ -3,14 +3,14 @@
 //! origin) rather than as a type parameter.
 //!
 //! ```
-//! use bijou_framing::prefix::PrefixKind;
+//! use bijou_frame::framing::prefix::PrefixKind;
 //!
 //! let kind: PrefixKind = "leb128".parse()?;
 //! assert_eq!(kind.decode(&[0xAC, 0x02]), Ok((300, 2)));
 //! assert_eq!(PrefixKind::Bijou64.decode(&[0xF8, 0x34]), Ok((300, 2)));
 //! assert_eq!(PrefixKind::U32Be.to_string(), "u32-be");
 //! assert!("varint".parse::<PrefixKind>().is_err());
-//! # Ok::<(), bijou_framing::prefix::UnknownPrefix>(())
+//! # Ok::<(), bijou_frame::framing::prefix::UnknownPrefix>(())
 //! ```
 
 use core::fmt;

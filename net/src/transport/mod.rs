@@ -24,8 +24,8 @@
 //! terminal: the stream ends after yielding it.
 //!
 //! ```
-//! use bijou_framing::prefix::Bijou64;
-//! use bijou_net::transport::{FramedTransport, Transport, TransportError};
+//! use bijou_frame::framing::prefix::Bijou64;
+//! use bijou_frame::net::transport::{FramedTransport, Transport, TransportError};
 //! use bytes::Bytes;
 //! use futures::{SinkExt, StreamExt};
 //!
@@ -134,8 +134,8 @@ impl<T: Wire> WriteInPlace for T {
 /// + Send>>` type can run over whichever transport is chosen at run time.
 ///
 /// ```
-/// use bijou_framing::prefix::Bijou64;
-/// use bijou_net::transport::{FramedTransport, LengthChecked, Transport};
+/// use bijou_frame::framing::prefix::Bijou64;
+/// use bijou_frame::net::transport::{FramedTransport, LengthChecked, Transport};
 ///
 /// let (a, _b) = tokio::io::duplex(64);
 /// let framed: Box<dyn Transport + Send> = Box::new(FramedTransport::new(a, Bijou64));
@@ -213,7 +213,7 @@ impl From<FrameError> for TransportError {
 /// so give it a bound of its own where it has one.
 ///
 /// ```
-/// use bijou_net::transport::{LengthChecked, Transport, TransportError};
+/// use bijou_frame::net::transport::{LengthChecked, Transport, TransportError};
 /// use bytes::Bytes;
 /// use futures::StreamExt;
 ///
