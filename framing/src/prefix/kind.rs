@@ -56,6 +56,17 @@ impl PrefixKind {
         }
     }
 
+    /// [`LengthPrefix::encode`] of this kind: a scratch array and how many
+    /// of its bytes are the prefix; `None` if `len` does not fit.
+    #[must_use]
+    pub fn encode(self, len: u64) -> Option<([u8; super::MAX_PREFIX_LEN], usize)> {
+        match self {
+            PrefixKind::Bijou64 => Bijou64::encode(len),
+            PrefixKind::Leb128 => Leb128::encode(len),
+            PrefixKind::U32Be => U32Be::encode(len),
+        }
+    }
+
     /// [`LengthPrefix::decode`] of this kind.
     ///
     /// # Errors
