@@ -25,7 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Publish ephemeral messages to a subscribed peer and time their delivery.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// Messages to publish (at least 1).
     #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..))]
@@ -231,19 +231,20 @@ mod tests {
     use super::*;
 
     fn args(extra: &[&str]) -> Args {
-        let mut argv = vec!["ephemeral"];
-        argv.extend_from_slice(extra);
-        Args::parse_from(argv)
+        Args::parse_from(std::iter::once(&"ephemeral").chain(extra))
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_message_arrives_verified_over_both_transports() {
+        let help = <Args as clap::CommandFactory>::command()
+            .render_help()
+            .to_string();
+        assert!(help.starts_with("Publish ephemeral messages"), "{help}");
         for transport in ["ws", "tcp"] {
             let args = args(&["--count", "200", "--size", "100", "--transport", transport]);
             let summary = run(&args).await.expect("run");
             assert!(summary.ok(), "{transport}: {summary:?}");
-            assert_eq!(summary.delivered, 200);
-            assert_eq!(summary.latencies_us.len(), 200);
+            assert_eq!((summary.delivered, summary.latencies_us.len()), (200, 200));
         }
     }
 }

@@ -33,7 +33,7 @@ type Conn = Connection<WebSocketTransport<TcpStream>>;
 
 /// Push signed commits to a sync server and fetch them back.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// The server: ws://HOST:PORT[/path].
     url: String,
@@ -186,4 +186,16 @@ fn check(response: &VerifiedMessage, pushed: &[(bytes::Bytes, bytes::Bytes)]) ->
         return Err(format!("{extra} commit(s) came back that were not pushed").into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn help_says_what_the_command_does() {
+        let help = <super::Args as clap::CommandFactory>::command().render_help();
+        assert!(
+            help.to_string().starts_with("Push signed commits"),
+            "{help}"
+        );
+    }
 }
