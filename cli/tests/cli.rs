@@ -464,3 +464,15 @@ fn echo_that_cannot_connect_reports_no_lost_frames() {
     );
     one_error_line(&err, &format!("cannot connect to {target}"));
 }
+
+#[test]
+fn an_address_in_use_is_named() {
+    let dir = scratch("inuse");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    for args in [["serve", "--listen", &addr], ["echo", "--listen", &addr]] {
+        let (code, _, err) = run(&bijou(&dir, &args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        one_error_line(&err, &format!("cannot listen on {addr}"));
+    }
+}
