@@ -9,8 +9,6 @@
 //! lengths): each fails if its check is removed from the decoder or
 //! encoder.
 
-mod messages_support;
-
 use bijou_codec::{ReadError, Wire, WriteError};
 use bijou_proto::message::{
     BlobMessage, CommitId, DataRequestRejected, EphemeralMessage, Fingerprint, FingerprintSeed,
@@ -18,8 +16,9 @@ use bijou_proto::message::{
     SignedItem, SyncDiff, SyncMessage, SyncResult, VerifyItemError,
 };
 use bijou_signing::{Blob, DecodeError, SealError, Signed, VerifyError};
+use bijou_test_support::messages::*;
+use bijou_test_support::strategy::*;
 use bytes::Bytes;
-use messages_support::*;
 use proptest::prelude::*;
 
 fn decode(bytes: &[u8]) -> Result<Message, MessageError> {
