@@ -11,11 +11,18 @@
 //! |---|---|---|
 //! | [`messages`] | | fixed messages and keys: a commit message of a given shape, hand-written ephemeral control messages, `TotalSize` repair |
 //! | `strategy` | `proptest` | proptest strategies for every sync and handshake message |
+//! | `fuzz` | `fuzz` | the structure-aware mutation fuzz: a deterministic generator, valid specimens with their field maps, mutators, framed streams |
+//! | `checks` | `fuzz` | the fuzz oracles: one check per cargo-fuzz target, shared with the CI-scale mutation fuzz and the regression replay |
 //!
-//! Only the `proptest` feature brings proptest.
+//! The `fuzz` feature needs the async shell (bijou-net, for its codecs) but
+//! no runtime; only `proptest` brings proptest.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "fuzz")]
+pub mod checks;
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod messages;
 #[cfg(feature = "proptest")]
 pub mod strategy;
