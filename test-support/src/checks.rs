@@ -2,7 +2,8 @@
 //! shared by the CI-scale mutation fuzz (`net/tests/mutation_fuzz.rs`), the
 //! regression replay (`net/tests/regressions.rs`) and the cargo-fuzz
 //! targets (`fuzz/fuzz_targets/`). It uses nothing but the library crates,
-//! `bytes` and `tokio-util`, so the fuzz targets need no runtime.
+//! `bytes` and `tokio-util`: the fuzz targets build no proptest and no
+//! tokio networking for it.
 //!
 //! Every check decodes its input and asserts what must hold for *any*
 //! input: no panic, and every accepted input is the one encoding of what it

@@ -5,14 +5,19 @@
 //! - [`key`]: the small key pool the message tests sign with;
 //! - [`fixed_commit_message`] and [`signed_item_offset`]: a LooseCommit
 //!   message of a given shape, and where its signed item starts;
+//! - [`chain_commit`] and [`frame`]: the `n`th commit of an honest chain,
+//!   and its frame bytes (the echo tests and benchmarks);
 //! - [`ephemeral_control_wire`]: `SUE\0` control messages written by hand;
 //! - [`fix_total_size`]: a SUM message's `TotalSize` set to its length,
 //!   after a test or a mutator changed its length.
 
+use bijou_codec::Wire;
 use bijou_proto::message::{
-    BlobMessage, CommitId, LooseCommit, RemoteHeads, SedimentreeId, SignedItem, SyncMessage,
+    BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
+    SyncMessage,
 };
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity as _, PeerId, Signed};
+use bytes::Bytes;
 
 /// A deterministic key from a small pool (sealing is the slow part).
 pub fn key(i: u8) -> SigningKey {
@@ -54,6 +59,33 @@ pub fn fix_total_size(bytes: &mut [u8]) {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
         bytes[4..8].copy_from_slice(&len.to_be_bytes());
     }
+}
+
+/// The `n`th honest commit message of a chain in `tree`, signed by `key`,
+/// with a `blob_len`-byte blob derived from `n`: its head is BLAKE3 of `n`
+/// (big-endian), its parent that of `n - 1`, and its sender heads are
+/// `(n, [head])`.
+pub fn chain_commit(key: &SigningKey, tree: SedimentreeId, n: u64, blob_len: usize) -> SyncMessage {
+    let blob: Vec<u8> = (0..blob_len)
+        .map(|i| (n as u8).wrapping_mul(31).wrapping_add(i as u8))
+        .collect();
+    let blob = Blob::new(blob);
+    let head = CommitId::new(*blake3::hash(&n.to_be_bytes()).as_bytes());
+    let parents = n
+        .checked_sub(1)
+        .map(|p| CommitId::new(*blake3::hash(&p.to_be_bytes()).as_bytes()));
+    let commit = LooseCommit::new(tree, head, parents, blob.meta());
+    let item = SignedItem::new(Signed::seal(key, &commit).expect("seal"), blob);
+    SyncMessage::LooseCommit(BlobMessage {
+        id: tree,
+        sender_heads: RemoteHeads::new(n, [head]),
+        item,
+    })
+}
+
+/// A sync message's frame bytes (the message, without a length prefix).
+pub fn frame(msg: &SyncMessage) -> Bytes {
+    Message::Sync(msg.clone()).encode().expect("encode")
 }
 
 /// The peer id of `key(i)`.
