@@ -9,9 +9,7 @@
 //! inspector's verdict and summary line.
 #![no_main]
 
-#[path = "../../net/tests/fuzz_support/checks.rs"]
-mod checks;
-
+use bijou_test_support::checks;
 mod inspector {
     #![allow(dead_code, unused_imports)]
     include!(concat!(env!("OUT_DIR"), "/inspect_example.rs"));
