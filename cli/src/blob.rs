@@ -24,7 +24,7 @@ use crate::exit::Failure;
 ///   bijou keygen --out me.key
 ///   bijou blob sign report.pdf --key me.key        # writes report.pdf.sig
 ///   bijou blob verify report.pdf                    # reads report.pdf.sig
-///   bijou blob verify report.pdf --signer <peer id> # and requires that signer
+///   bijou blob verify report.pdf --signer PEER_ID  # and requires that signer
 ///   cat report.pdf | bijou blob verify - report.pdf.sig
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
