@@ -129,7 +129,7 @@ use ::iroh::endpoint::{
     presets, Builder, Connection as QuicConnection, ConnectionError, Incoming, PortmapperConfig,
     QuicTransportConfig, ReadError, RecvStream, SendStream, VarInt, WriteError,
 };
-use ::iroh::{Endpoint, EndpointAddr, NetReportConfig, PublicKey, RelayMode, SecretKey};
+use ::iroh::{EndpointAddr, NetReportConfig, PublicKey, RelayMode};
 use bijou_framing::prefix::U32Be;
 use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
 use bijou_signing::hex::{self, ParseHexError};
@@ -140,6 +140,11 @@ use tokio::time::Sleep;
 
 use super::{FramedTransport, Transport, TransportError, WriteInPlace};
 use crate::SendError;
+
+/// iroh's endpoint and its secret key (the node id's private half),
+/// re-exported so that a user of this module needs no `iroh` dependency
+/// of their own, and gets the same version.
+pub use ::iroh::{Endpoint, SecretKey};
 
 /// The ALPN both sides negotiate: `subduction/0`, as `subduction_iroh`'s
 /// `ALPN`.
@@ -1066,5 +1071,105 @@ impl Transport for IrohTransport {
     /// ([`FramedTransport`]'s).
     fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
         self.framed.start_send_in_place(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29";
+
+    #[test]
+    fn node_ids_are_64_lower_case_hex_digits_of_a_key() {
+        let id: NodeId = ID.parse().expect("a node id");
+        assert_eq!(id.to_string(), ID);
+        assert_eq!(format!("{id:?}"), format!("NodeId({ID})"));
+        assert_eq!(
+            ID[..62].parse::<NodeId>(),
+            Err(ParseNodeIdError::Hex(ParseHexError::Length {
+                expected: 64,
+                found: 62
+            }))
+        );
+        // One text form, as subduction_cli writes it: lower case.
+        assert_eq!(
+            ID.to_uppercase().parse::<NodeId>(),
+            Err(ParseNodeIdError::Hex(ParseHexError::InvalidDigit {
+                index: 1,
+                found: 'B'
+            }))
+        );
+        let err = "zz".parse::<NodeId>().expect_err("not hex");
+        assert!(err.to_string().contains("iroh_node_id="), "{err}");
+    }
+
+    #[test]
+    fn a_node_address_says_what_was_expected() {
+        // The text, the error it must give, and words its message must hold.
+        type Case = (String, fn(&ParseNodeAddrError) -> bool, &'static str);
+        let cases: [Case; 5] = [
+            (
+                ID.into(),
+                |e| matches!(e, ParseNodeAddrError::MissingAt),
+                "<node-id>@<ip:port>",
+            ),
+            (
+                format!("{ID}@"),
+                |e| matches!(e, ParseNodeAddrError::NoAddr),
+                "direct UDP address",
+            ),
+            (
+                "abc@127.0.0.1:1".into(),
+                |e| matches!(e, ParseNodeAddrError::NodeId(ParseNodeIdError::Hex(_))),
+                "64 lower-case hex digits",
+            ),
+            (
+                format!("{ID}@127.0.0.1:1,localhost:4433"),
+                |e| matches!(e, ParseNodeAddrError::Addr { index: 1, .. }),
+                "\"localhost:4433\"",
+            ),
+            (
+                format!("{ID}@::1:4433"),
+                |e| matches!(e, ParseNodeAddrError::Addr { index: 0, .. }),
+                "[::1]:4433",
+            ),
+        ];
+        for (text, is, says) in cases {
+            let err = text.parse::<NodeAddr>().expect_err(&text);
+            assert!(is(&err), "{text}: {err:?}");
+            assert!(err.to_string().contains(says), "{text}: {err}");
+        }
+        let addr: NodeAddr = format!("{ID}@[::1]:4433").parse().expect("IPv6");
+        assert_eq!(addr.addrs, vec!["[::1]:4433".parse().expect("addr")]);
+        assert_eq!(addr.to_string(), format!("{ID}@[::1]:4433"));
+    }
+
+    #[test]
+    fn close_codes_and_errors_say_what_happened() {
+        let err = IrohStreamError::from(ConnectionError::TimedOut);
+        assert!(err.to_string().contains("stopped answering"), "{err}");
+        let err = IrohStreamError::PeerClosed {
+            code: u64::from(CLOSE_TOO_LARGE),
+            reason: Bytes::from_static(b"frame exceeds size limit"),
+        };
+        assert_eq!(err.peer_close_code(), Some(1009));
+        let text = err.to_string();
+        assert!(
+            text.contains("code 1009 (a message we sent was over its size limit)"),
+            "{text}"
+        );
+        assert!(text.contains("frame exceeds size limit"), "{text}");
+        let io = IrohStreamError::Reset { code: 3 }.into_io();
+        let transport = quic_error(TransportError::Io(io));
+        assert_eq!(
+            stream_error_of(&transport),
+            Some(&IrohStreamError::Reset { code: 3 })
+        );
+        assert!(matches!(
+            IrohTransport::close_for(&TransportError::TooLarge { len: 300, max: 256 }),
+            Some((CLOSE_TOO_LARGE, _))
+        ));
+        assert!(IrohTransport::close_for(&transport).is_none());
     }
 }
