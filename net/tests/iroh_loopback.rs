@@ -368,6 +368,86 @@ async fn after_the_handshake_memory_follows_the_bytes_received_not_the_length() 
     .expect("bounded");
 }
 
+/// A server endpoint the user owns, offering another protocol too: a
+/// connection on the other ALPN is refused by our accept (and told 1011);
+/// dialling a wrong node id or a silent address are typed errors that say
+/// what to check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_protocol_wrong_node_and_no_answer_are_typed_errors() {
+    timeout(LIMIT, async {
+        let server_ep = quic::direct_endpoint_builder(loopback())
+            .expect("builder")
+            .alpns(vec![quic::ALPN.to_vec(), b"other/1".to_vec()])
+            .bind()
+            .await
+            .expect("bind");
+        let accepting = server_ep.clone();
+        let refused = tokio::spawn(async move { quic::accept(&accepting).await });
+        let client_ep = endpoint().await;
+        let other = client_ep
+            .connect(
+                iroh::EndpointAddr::from(&NodeAddr::of(&server_ep)),
+                b"other/1",
+            )
+            .await
+            .expect("QUIC accepts the other ALPN");
+        match refused.await.expect("task") {
+            Err(err @ quic::IrohError::WrongAlpn { .. }) => {
+                assert!(err.to_string().contains("\"other/1\""), "{err}");
+            }
+            other => panic!("expected WrongAlpn, got {other:?}"),
+        }
+        match timeout(REPLY, other.closed())
+            .await
+            .expect("closed in time")
+        {
+            ConnectionError::ApplicationClosed(close) => {
+                assert_eq!(
+                    close.error_code.into_inner(),
+                    u64::from(quic::CLOSE_INTERNAL)
+                );
+            }
+            other => panic!("expected a 1011 close, got {other:?}"),
+        }
+
+        // The right address, another node's id: iroh's TLS refuses it.
+        let fresh_id = || quic::NodeId::from(quic::SecretKey::generate().public());
+        let mut wrong = NodeAddr::of(&server_ep);
+        wrong.id = fresh_id();
+        let _accepting = tokio::spawn({
+            let ep = server_ep.clone();
+            async move { quic::accept(&ep).await }
+        });
+        let err = quic::connect_within(&client_ep, &wrong, Duration::from_secs(3))
+            .await
+            .expect_err("not that node");
+        eprintln!("{err}");
+        assert!(
+            matches!(
+                err,
+                quic::IrohError::Connect { .. } | quic::IrohError::ConnectTimeout { .. }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("iroh_node_id="), "{err}");
+
+        // Nobody at the address.
+        let silent = std::net::UdpSocket::bind(loopback()).expect("a port nobody answers on");
+        let nobody = NodeAddr::new(fresh_id(), [silent.local_addr().expect("addr")]);
+        let err = quic::connect_within(&client_ep, &nobody, Duration::from_secs(1))
+            .await
+            .expect_err("no answer");
+        eprintln!("{err}");
+        assert!(
+            matches!(err, quic::IrohError::ConnectTimeout { .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("--iroh"), "{err}");
+    })
+    .await
+    .expect("bounded");
+}
+
 #[test]
 fn a_peer_that_vanishes_is_a_clear_error_within_the_idle_timeout() {
     // The server runtime; the client lives in a runtime of its own, shut

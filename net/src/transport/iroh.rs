@@ -406,7 +406,8 @@ pub enum IrohError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// No QUIC connection to `node` within [`CONNECT_TIMEOUT`].
+    /// No QUIC connection to `node` in time ([`CONNECT_TIMEOUT`] unless
+    /// given to [`connect_within`]).
     #[error("no answer from iroh node {node} within {after:?}; is the server running with --iroh, is its UDP address right, and does no firewall drop UDP?")]
     ConnectTimeout {
         /// Where we dialled.
@@ -518,7 +519,8 @@ pub async fn direct_endpoint(
 ///
 /// # Errors
 ///
-/// [`IrohError::Connect`], [`IrohError::ConnectTimeout`],
+/// [`IrohError::Connect`] (refused, or not the node we named: iroh's TLS
+/// checks the node id), [`IrohError::ConnectTimeout`],
 /// [`IrohError::Stream`].
 ///
 /// # Cancel safety
@@ -526,7 +528,24 @@ pub async fn direct_endpoint(
 /// Cancel safe in the sense that nothing is left behind: a cancelled
 /// connect drops the half-open connection.
 pub async fn connect(endpoint: &Endpoint, node: &NodeAddr) -> Result<IrohTransport, IrohError> {
-    let opened = tokio::time::timeout(CONNECT_TIMEOUT, async {
+    connect_within(endpoint, node, CONNECT_TIMEOUT).await
+}
+
+/// [`connect`], waiting at most `timeout` for the QUIC connection.
+///
+/// # Errors
+///
+/// As [`connect`].
+///
+/// # Cancel safety
+///
+/// As [`connect`].
+pub async fn connect_within(
+    endpoint: &Endpoint,
+    node: &NodeAddr,
+    timeout: Duration,
+) -> Result<IrohTransport, IrohError> {
+    let opened = tokio::time::timeout(timeout, async {
         let conn = endpoint
             .connect(EndpointAddr::from(node), ALPN)
             .await
@@ -547,7 +566,7 @@ pub async fn connect(endpoint: &Endpoint, node: &NodeAddr) -> Result<IrohTranspo
     opened.unwrap_or_else(|_| {
         Err(IrohError::ConnectTimeout {
             node: node.clone(),
-            after: CONNECT_TIMEOUT,
+            after: timeout,
         })
     })
 }
