@@ -54,13 +54,15 @@
 //! ```text
 //!   sink close:  flush, finish our side of the stream (FIN), then wait at
 //!                most the close linger (1 s) for the peer to acknowledge
-//!                every byte; if the peer has finished its side too, close
-//!                the connection with code 0. The stream keeps delivering
-//!                what the peer sends until its FIN.
+//!                every byte; if it did and has finished its side too,
+//!                close the connection with code 0. The stream keeps
+//!                delivering what the peer sends until its FIN.
 //!   peer's FIN:  the stream ends (None) after every message before it; if
-//!                we have finished too, the connection closes with code 0.
+//!                we have finished and the peer acknowledged it all, the
+//!                connection closes with code 0.
 //!   peer closes with code 0 between messages: the same as its FIN.
-//!   dropped:     the connection closes with code 0 if it is still open.
+//!   dropped:     the connection closes with code 0 if it is still open;
+//!                what the peer had not received yet is lost (close first).
 //! ```
 //!
 //! Keep the [`Endpoint`] alive until its connections are closed (QUIC
@@ -890,6 +892,9 @@ pub struct IrohTransport {
     conn: QuicConnection,
     /// Our side is finished (the sink closed).
     finished: bool,
+    /// The peer acknowledged everything we sent, FIN included (or the
+    /// connection is gone: nothing more to deliver).
+    acked: bool,
     /// The peer's side ended between messages.
     peer_finished: bool,
     /// The stream has ended (peer's end, or an error was returned).
@@ -903,7 +908,7 @@ pub struct IrohTransport {
 }
 
 struct Linger {
-    acked: Pin<Box<dyn Future<Output = ()> + Send>>,
+    ack: Pin<Box<dyn Future<Output = ()> + Send>>,
     deadline: Pin<Box<Sleep>>,
 }
 
@@ -913,6 +918,7 @@ impl fmt::Debug for IrohTransport {
             .field("remote", &self.remote_node_id())
             .field("max_message_length", &self.framed.max_message_length())
             .field("finished", &self.finished)
+            .field("acked", &self.acked)
             .field("peer_finished", &self.peer_finished)
             .field("ended", &self.ended)
             .field("closed", &self.closed)
@@ -930,6 +936,7 @@ impl IrohTransport {
             framed: FramedTransport::new(QuicStream::new(send, recv), U32Be),
             conn,
             finished: false,
+            acked: false,
             peer_finished: false,
             ended: false,
             closed: false,
@@ -1007,8 +1014,9 @@ impl Stream for IrohTransport {
             None => {
                 this.ended = true;
                 this.peer_finished = true;
-                if this.finished {
-                    // Both sides are done.
+                if this.acked {
+                    // Both sides are done, and the peer has all we sent.
+                    // (While our close still waits for that, it closes.)
                     this.close_connection(CLOSE_NORMAL, b"");
                 }
                 Poll::Ready(None)
@@ -1046,7 +1054,8 @@ impl Sink<Bytes> for IrohTransport {
 
     /// Flushes, finishes our side of the stream, and waits (at most the
     /// close linger) for the peer to acknowledge it; then closes the
-    /// connection with code 0 if the peer has finished too.
+    /// connection with code 0 if the peer has finished too and has
+    /// acknowledged everything.
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
         let this = self.get_mut();
         if !this.finished {
@@ -1055,7 +1064,7 @@ impl Sink<Bytes> for IrohTransport {
             if !this.closed {
                 let stopped = this.framed.get_ref().send.stopped();
                 this.linger = Some(Linger {
-                    acked: Box::pin(async move {
+                    ack: Box::pin(async move {
                         let _ = stopped.await;
                     }),
                     deadline: Box::pin(tokio::time::sleep(this.close_linger)),
@@ -1063,14 +1072,17 @@ impl Sink<Bytes> for IrohTransport {
             }
         }
         if let Some(linger) = &mut this.linger {
-            if linger.acked.as_mut().poll(cx).is_pending()
-                && linger.deadline.as_mut().poll(cx).is_pending()
-            {
+            if linger.ack.as_mut().poll(cx).is_ready() {
+                this.acked = true;
+            } else if linger.deadline.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
+            // Acknowledged, or waited long enough: without the
+            // acknowledgement the connection stays open (the peer may
+            // still be reading) until the peer's end or the drop.
             this.linger = None;
         }
-        if this.peer_finished {
+        if this.peer_finished && this.acked {
             this.close_connection(CLOSE_NORMAL, b"");
         }
         Poll::Ready(Ok(()))
