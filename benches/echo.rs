@@ -18,6 +18,17 @@
 //! Report: time per frame (median), and crypto_limit / echo as the ratio;
 //! time per connection in `handshake`, against the sans-IO exchange alone
 //! (sign, verify, sign, verify: no I/O).
+//!
+//! With the `iroh` feature, two more groups compare QUIC through iroh
+//! (direct-only endpoints on loopback) with framed TCP carrying the same
+//! u32-BE framing, in the same run: `echo_iroh_1KiB_commit` (echo over
+//! iroh against echo over TCP; report the throughput ratio iroh / TCP) and
+//! `first_verified_message` (connect + handshake + one verified echo on a
+//! fresh connection; report the median, the p50):
+//!
+//! ```text
+//! cargo bench -p bijou-frame-benches --features iroh --bench echo -- 'iroh|first_verified'
+//! ```
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -28,7 +39,7 @@ use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix};
+use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::net::Connection;
 use bijou_frame::prelude::Wire;
@@ -86,6 +97,9 @@ impl Fixture {
 enum Carrier {
     Bijou64,
     Leb128,
+    /// Subduction's QUIC framing, over TCP (the iroh comparison).
+    #[cfg_attr(not(feature = "iroh"), allow(dead_code))]
+    U32Be,
     WebSocket,
 }
 
@@ -136,6 +150,13 @@ async fn start_server(carrier: Carrier, echo: bool) -> (std::net::SocketAddr, Au
                     }
                     Carrier::Leb128 => {
                         let t = FramedTransport::new(stream, Leb128);
+                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        if echo {
+                            serve_echo(conn).await;
+                        }
+                    }
+                    Carrier::U32Be => {
+                        let t = FramedTransport::new(stream, U32Be);
                         let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
                         if echo {
                             serve_echo(conn).await;
@@ -310,5 +331,114 @@ fn echo(c: &mut Criterion) {
     group.finish();
 }
 
+/// Echo and first message over iroh (QUIC), against framed TCP with the
+/// same u32-BE framing, in the same run.
+#[cfg(feature = "iroh")]
+mod over_iroh {
+    use super::*;
+    use bijou_frame::net::transport::iroh::{self as quic, Endpoint, IrohTransport, NodeAddr};
+
+    async fn endpoint() -> Endpoint {
+        quic::direct_endpoint("127.0.0.1:0".parse().expect("addr"), None)
+            .await
+            .expect("bind")
+    }
+
+    /// B over iroh: accepts every connection, echoes if `echo`. Returns
+    /// its endpoint (keep it), address and audience.
+    async fn start_iroh_server(echo: bool) -> (Endpoint, NodeAddr, Audience) {
+        let ep = endpoint().await;
+        let addr = NodeAddr::of(&ep);
+        let server_key = std::sync::Arc::new(SigningKey::from_bytes(&[0xB0; 32]));
+        let audience = Audience::Known(server_key.peer_id());
+        let responder = Responder::new(HandshakeConfig::default());
+        let accepting = ep.clone();
+        tokio::spawn(async move {
+            while let Some(incoming) = accepting.accept().await {
+                let (key, responder) = (server_key.clone(), responder.clone());
+                tokio::spawn(async move {
+                    let t = quic::accept_incoming(incoming).await.expect("accept");
+                    let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                    if echo {
+                        serve_echo(conn).await;
+                    }
+                });
+            }
+        });
+        (ep, addr, audience)
+    }
+
+    async fn connect_iroh(
+        ep: &Endpoint,
+        addr: &NodeAddr,
+        audience: Audience,
+    ) -> Connection<IrohTransport> {
+        let client_key = SigningKey::from_bytes(&[0xA1; 32]);
+        let t = quic::connect(ep, addr).await.expect("connect");
+        Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+            .await
+            .expect("handshake")
+    }
+
+    /// One signed commit sent on `conn` and its echo received and verified.
+    async fn first_echo<T: Transport>(fixture: &Fixture, conn: &mut Connection<T>) {
+        let frame = fixture.frame(0);
+        conn.send_bytes(frame.clone()).await.expect("send");
+        let echo = conn.recv().await.expect("transport").expect("open");
+        assert_eq!(echo.bytes, frame);
+        black_box(echo.result.expect("A verifies"));
+    }
+
+    pub fn bench(c: &mut Criterion) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let fixture = Fixture::new();
+
+        let mut group = c.benchmark_group("echo_iroh_1KiB_commit");
+        group.throughput(Throughput::Elements(1));
+        let (addr, audience) = rt.block_on(start_server(Carrier::U32Be, true));
+        let halves = rt.block_on(connect_framed(addr, audience, U32Be)).split();
+        bench_echo(&mut group, &rt, &fixture, "echo_tcp_u32be", halves);
+        let (_server_ep, addr, audience) = rt.block_on(start_iroh_server(true));
+        let client_ep = rt.block_on(endpoint());
+        let halves = rt
+            .block_on(connect_iroh(&client_ep, &addr, audience))
+            .split();
+        bench_echo(&mut group, &rt, &fixture, "echo_iroh", halves);
+        group.finish();
+
+        // Time to the first verified message on a fresh connection:
+        // connect (TCP, or QUIC + TLS), the Subduction handshake, one
+        // signed commit echoed and verified.
+        let mut group = c.benchmark_group("first_verified_message");
+        let (addr, audience) = rt.block_on(start_server(Carrier::U32Be, true));
+        group.bench_function("tcp_u32be", |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let mut conn = connect_framed(addr, audience, U32Be).await;
+                    first_echo(&fixture, &mut conn).await;
+                })
+            });
+        });
+        let (_server_ep, addr, audience) = rt.block_on(start_iroh_server(true));
+        group.bench_function("iroh", |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    let mut conn = connect_iroh(&client_ep, &addr, audience).await;
+                    first_echo(&fixture, &mut conn).await;
+                })
+            });
+        });
+        group.finish();
+        rt.block_on(client_ep.close());
+    }
+}
+
+#[cfg(feature = "iroh")]
+criterion_group!(benches, echo, over_iroh::bench);
+#[cfg(not(feature = "iroh"))]
 criterion_group!(benches, echo);
 criterion_main!(benches);

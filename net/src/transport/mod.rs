@@ -17,6 +17,9 @@
 //!   +---------------------------+   +-------------------------------------+
 //!   | LengthChecked<S>: any other Sink<Bytes> + Stream<Result<Bytes, E>>  |
 //!   +---------------------------------------------------------------------+
+//!   | IrohTransport (`iroh`): FramedTransport<_, U32Be> over the one QUIC |
+//!   | stream of an iroh connection, ALPN subduction/0, close codes        |
+//!   +---------------------------------------------------------------------+
 //! ```
 //!
 //! Every transport refuses a received message longer than its current
@@ -57,6 +60,8 @@ use bytes::BytesMut;
 use crate::SendError;
 
 pub mod framed;
+#[cfg(feature = "iroh")]
+pub mod iroh;
 #[cfg(feature = "websocket")]
 pub mod websocket;
 #[cfg(feature = "websocket")]
@@ -64,6 +69,8 @@ pub mod ws_frame;
 
 pub mod peer_framing;
 
+#[cfg(feature = "iroh")]
+pub use self::iroh::IrohTransport;
 pub use framed::FramedTransport;
 #[cfg(feature = "websocket")]
 pub use websocket::WebSocketTransport;
@@ -213,6 +220,11 @@ pub enum TransportError {
     /// UTF-8 in a close reason, ...).
     #[error("WebSocket protocol error: {0}")]
     WebSocket(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The QUIC connection of an iroh transport failed or was closed by
+    /// the peer (an `IrohStreamError`, feature `iroh`; see
+    /// `transport::iroh::stream_error_of`).
+    #[error("QUIC (iroh) error: {0}")]
+    Quic(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The underlying I/O failed.
     #[error("transport I/O error: {0}")]
     Io(#[from] std::io::Error),
