@@ -41,6 +41,8 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::exit::Failure;
 use crate::progress;
 use crate::target::{Target, TransportArg, CONNECT_TIMEOUT};
+#[cfg(feature = "iroh")]
+use bijou_frame::net::transport::iroh;
 
 /// Echo signed commits between peers over TCP or WebSocket: a load test.
 ///
@@ -164,6 +166,9 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
 
 async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
     let bound = Duration::from_secs(args.timeout);
+    if let (Some(addr), TransportArg::Iroh) = (args.listen, args.transport) {
+        return listen_iroh(addr).await;
+    }
     if let Some(addr) = args.listen {
         let cannot = |e: std::io::Error| Failure::input(format!("cannot listen on {addr}: {e}"));
         let listener = TcpListener::bind(addr).await.map_err(cannot)?;
@@ -182,6 +187,10 @@ async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
     }
     let (target, server) = match &args.connect {
         Some(spec) => (Target::parse(spec, args.transport, P::KIND)?, None),
+        None if args.transport == TransportArg::Iroh => {
+            let (target, server) = in_process_iroh().await?;
+            (target, Some(server))
+        }
         None => {
             let cannot =
                 |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));
@@ -194,10 +203,7 @@ async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
             (Target::local(addr, args.transport, P::KIND), Some(server))
         }
     };
-    let transport = match target {
-        Target::Ws(_) => TransportArg::Ws,
-        Target::Tcp { .. } => TransportArg::Tcp,
-    };
+    let transport = target.transport();
     let audience = match (&server, args.server_id) {
         (Some(s), _) => Audience::Known(s.key.peer_id()),
         (None, Some(id)) => Audience::Known(id),
@@ -210,9 +216,14 @@ async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
         ));
     }
     println!(
-        "bijou-frame echo: {} peer(s) x {} frames over TCP {}, {}, blobs {}, seed {seed}",
+        "bijou-frame echo: {} peer(s) x {} frames over {} {}, {}, blobs {}, seed {seed}",
         args.peers,
         args.count,
+        if transport == TransportArg::Iroh {
+            "UDP"
+        } else {
+            "TCP"
+        },
         target.authority(),
         transport_name::<P>(transport),
         match args.blob_size {
@@ -286,8 +297,51 @@ fn transport_name<P: LengthPrefix>(transport: TransportArg) -> String {
     match transport {
         TransportArg::Tcp => format!("prefix {}", P::NAME),
         TransportArg::Ws => "WebSocket binary messages".to_owned(),
+        TransportArg::Iroh => "iroh QUIC, u32-be prefix".to_owned(),
     }
 }
+
+/// `--listen` with `--transport iroh`: an echo server on a direct-only
+/// iroh endpoint, until interrupted.
+#[cfg(feature = "iroh")]
+async fn listen_iroh(addr: SocketAddr) -> Result<(), Failure> {
+    let (endpoint, dial) = crate::target::iroh_listener(addr).await?;
+    let server = Server::new(new_key()?);
+    println!(
+        "echo server B {} listening on iroh {dial}; Ctrl-C to stop",
+        server.key.peer_id()
+    );
+    tokio::select! {
+        () = Arc::new(server).serve_iroh(endpoint.clone(), true) => {}
+        _ = tokio::signal::ctrl_c() => println!("interrupted: stopping"),
+    }
+    endpoint.close().await;
+    Ok(())
+}
+
+/// An echo server in this process on a loopback iroh endpoint.
+#[cfg(feature = "iroh")]
+async fn in_process_iroh() -> Result<(Target, Arc<Server>), Failure> {
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let (endpoint, dial) = crate::target::iroh_listener(loopback).await?;
+    let server = Arc::new(Server::new(new_key()?));
+    tokio::spawn(Arc::clone(&server).serve_iroh(endpoint, false));
+    Ok((Target::Iroh(dial), server))
+}
+
+#[cfg(not(feature = "iroh"))]
+async fn listen_iroh(_: SocketAddr) -> Result<(), Failure> {
+    Err(Failure::input(NO_IROH))
+}
+
+#[cfg(not(feature = "iroh"))]
+async fn in_process_iroh() -> Result<(Target, Arc<Server>), Failure> {
+    Err(Failure::input(NO_IROH))
+}
+
+#[cfg(not(feature = "iroh"))]
+const NO_IROH: &str =
+    "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)";
 
 // ---------------------------------------------------------------- server (B)
 
@@ -339,6 +393,31 @@ impl Server {
         }
     }
 
+    /// Echoes every connection accepted on an iroh `endpoint`.
+    #[cfg(feature = "iroh")]
+    async fn serve_iroh(self: Arc<Self>, endpoint: iroh::Endpoint, log: bool) {
+        while let Some(incoming) = endpoint.accept().await {
+            let this = Arc::clone(&self);
+            tokio::spawn(async move {
+                let result: Result<_, AnyError> = async {
+                    let transport = iroh::accept_incoming(incoming).await?;
+                    this.echo(Connection::accept(transport, &this.key, &this.responder).await?)
+                        .await
+                }
+                .await;
+                if log {
+                    match result {
+                        Ok((peer, echoed, rejected)) => println!(
+                            "  iroh peer {}: {echoed} frames verified and echoed, {rejected} rejected",
+                            short(peer)
+                        ),
+                        Err(e) => println!("  iroh: {e}"),
+                    }
+                }
+            });
+        }
+    }
+
     /// Accepts one connection on `transport` and echoes it.
     async fn accept<P: LengthPrefix>(
         &self,
@@ -347,7 +426,7 @@ impl Server {
     ) -> Result<(PeerId, u64, u64), AnyError> {
         stream.set_nodelay(true)?;
         match transport {
-            TransportArg::Tcp => {
+            TransportArg::Tcp | TransportArg::Iroh => {
                 let framed = FramedTransport::new(stream, P::default());
                 self.echo(Connection::accept(framed, &self.key, &self.responder).await?)
                     .await
@@ -449,6 +528,20 @@ struct Outcome {
 async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
     let key = new_key()?;
     let t0 = Instant::now();
+    if let Target::Iroh(_) = &job.target {
+        let carrier = job.target.carrier().await?;
+        let addressed = match job.audience {
+            Audience::Known(id) => format!("the server key {id}"),
+            Audience::Discover(_) => "the echo discovery id".to_owned(),
+        };
+        let conn = Connection::connect(carrier, &key, job.audience, &HandshakeConfig::default())
+            .await
+            .map_err(|e| job.target.refused(&e, &addressed))?;
+        let handshake = t0.elapsed();
+        return session(job, key, conn, handshake, None)
+            .await
+            .map_err(Failure::network);
+    }
     let stream = job.target.tcp().await?;
     let captured = Arc::new(Mutex::new(Vec::new()));
     let io = Tee {
@@ -460,7 +553,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
     let refused =
         |e: ConnectError| Failure::network(format!("handshake with {} failed: {e}", job.target));
     match &job.target {
-        Target::Tcp { .. } => {
+        Target::Tcp { .. } | Target::Iroh(_) => {
             let framed = FramedTransport::new(io, P::default());
             let conn = Connection::connect(framed, &key, job.audience, &config)
                 .await

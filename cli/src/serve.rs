@@ -56,7 +56,8 @@ pub struct Args {
     #[arg(long, value_name = "ADDR")]
     pub listen: SocketAddr,
     /// ws: one binary WebSocket message per message (as Subduction
-    /// speaks); tcp: length-prefixed frames.
+    /// speaks); tcp: length-prefixed frames; iroh: QUIC (UDP on the same
+    /// address; needs the `iroh` feature).
     #[arg(long, value_enum, default_value_t = TransportArg::Ws)]
     pub transport: TransportArg,
     /// Length prefix with --transport tcp: bijou64, leb128 or u32-be.
@@ -247,11 +248,51 @@ impl SyncServer {
                     .await
                     .map_err(|_| "WebSocket upgrade timed out")??,
             ),
-            TransportArg::Tcp => framed(stream, prefix),
+            TransportArg::Tcp | TransportArg::Iroh => framed(stream, prefix),
         };
+        self.accept_carrier(carrier).await
+    }
+
+    /// Runs the handshake and the session on an accepted transport.
+    async fn accept_carrier(&self, carrier: Carrier) -> Result<(PeerId, ConnReport), AnyError> {
         let conn = Connection::accept(carrier, &self.key, &self.responder).await?;
         let peer = conn.remote_peer();
         Ok((peer, self.session(conn).await))
+    }
+
+    /// [`SyncServer::serve`] over iroh: accepts QUIC connections on
+    /// `endpoint` until the task is dropped, at most [`MAX_CONNECTIONS`] at
+    /// once.
+    #[cfg(feature = "iroh")]
+    pub async fn serve_iroh(
+        self: Arc<Self>,
+        endpoint: bijou_frame::net::transport::iroh::Endpoint,
+        log: bool,
+    ) {
+        use bijou_frame::net::transport::iroh;
+        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        while let Some(incoming) = endpoint.accept().await {
+            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+                return;
+            };
+            let this = Arc::clone(&self);
+            tokio::spawn(async move {
+                let result = match iroh::accept_incoming(incoming).await {
+                    Ok(transport) => this.accept_carrier(Box::new(transport)).await,
+                    Err(e) => Err(e.into()),
+                };
+                drop(slot);
+                if log {
+                    match result {
+                        Ok((peer, r)) => say!(
+                            "  iroh peer {}: {} commits stored ({} duplicate, {} refused, {} rejected), {} sync request(s) answered",
+                            short(peer), r.stored, r.duplicates, r.refused, r.rejected, r.requests
+                        ),
+                        Err(e) => say!("  iroh: {e}"),
+                    }
+                }
+            });
+        }
     }
 
     /// Serves one authenticated connection until it closes, fails or idles.
@@ -494,12 +535,46 @@ impl Store {
     }
 }
 
+/// `bijou serve --transport iroh`: our server on a direct-only iroh
+/// endpoint (no relays, no discovery), until interrupted.
+#[cfg(feature = "iroh")]
+async fn serve_iroh(args: &Args, key: SigningKey) -> Result<(), Failure> {
+    let (endpoint, addr) = crate::target::iroh_listener(args.listen).await?;
+    let name = args
+        .service_name
+        .clone()
+        .unwrap_or_else(|| args.listen.to_string());
+    let server = Arc::new(SyncServer::new(key, name, Fault::None));
+    let id = server.key.peer_id();
+    say!(
+        "sync server S {id} listening on iroh {addr}; service name {:?}; in memory only, nothing is kept after it stops; Ctrl-C to stop",
+        server.service_name
+    );
+    say!("  connect with: bijou sync --connect {addr} --server-id {id}");
+    tokio::select! {
+        () = Arc::clone(&server).serve_iroh(endpoint.clone(), true) => {}
+        _ = tokio::signal::ctrl_c() => say!("interrupted: stopping (the store is dropped)"),
+    }
+    endpoint.close().await;
+    Ok(())
+}
+
+#[cfg(not(feature = "iroh"))]
+async fn serve_iroh(_: &Args, _: SigningKey) -> Result<(), Failure> {
+    Err(Failure::input(
+        "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)",
+    ))
+}
+
 /// `bijou serve`: our server alone, until interrupted.
 pub async fn run(args: &Args) -> Result<(), Failure> {
     let key = match &args.key {
         Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
         None => key_file::generate().map_err(Failure::input)?,
     };
+    if args.transport == TransportArg::Iroh {
+        return serve_iroh(args, key).await;
+    }
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|e| Failure::input(format!("cannot listen on {}: {e}", args.listen)))?;
@@ -513,7 +588,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     let server = Arc::new(SyncServer::new(key, name, Fault::None));
     let id = server.key.peer_id();
     let connect = match args.transport {
-        TransportArg::Ws => format!("ws://{local}"),
+        TransportArg::Ws | TransportArg::Iroh => format!("ws://{local}"),
         TransportArg::Tcp if args.prefix == PrefixKind::Bijou64 => format!("tcp://{local}"),
         TransportArg::Tcp => format!("tcp://{local} --prefix {}", args.prefix),
     };

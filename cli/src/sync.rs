@@ -158,6 +158,21 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
             None,
             None,
         ),
+        #[cfg(feature = "iroh")]
+        None if args.transport == TransportArg::Iroh => {
+            let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            let (endpoint, dial) = crate::target::iroh_listener(loopback).await?;
+            let name = args.service_name.clone().unwrap_or_else(|| dial.clone());
+            let server = Arc::new(SyncServer::new(new_key()?, name, args.fault));
+            let task = tokio::spawn(Arc::clone(&server).serve_iroh(endpoint, false));
+            (Target::Iroh(dial), Some(server), Some(task))
+        }
+        #[cfg(not(feature = "iroh"))]
+        None if args.transport == TransportArg::Iroh => {
+            return Err(Failure::input(
+                "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)",
+            ))
+        }
         None => {
             let bind =
                 |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));

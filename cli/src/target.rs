@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use bijou_frame::framing::prefix::{Bijou64, Leb128, PrefixKind, U32Be};
 use bijou_frame::net::handshake::{HandshakeConfig, HandshakeError};
 use bijou_frame::net::message::{Audience, RejectionReason};
+#[cfg(feature = "iroh")]
+use bijou_frame::net::transport::iroh;
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::net::{ConnectError, Connection};
 use bijou_frame::signing::ed25519_dalek::SigningKey;
@@ -36,6 +38,10 @@ pub enum TransportArg {
     Ws,
     /// Length-prefixed frames over TCP (see --prefix).
     Tcp,
+    /// QUIC through iroh, as `subduction_cli server --iroh` speaks:
+    /// --connect NODE_ID@IP:PORT (needs a bijou built with the `iroh`
+    /// feature).
+    Iroh,
 }
 
 /// Where to connect.
@@ -50,6 +56,9 @@ pub enum Target {
         /// The length prefix.
         prefix: PrefixKind,
     },
+    /// `NODE_ID@IP:PORT[,IP:PORT...]`: an iroh node (QUIC).
+    #[cfg_attr(not(feature = "iroh"), allow(dead_code))]
+    Iroh(String),
 }
 
 impl Target {
@@ -64,6 +73,18 @@ impl Target {
             Some((scheme, rest)) => (Some(scheme.to_ascii_lowercase()), rest),
             None => (None, spec),
         };
+        let iroh = match scheme.as_deref() {
+            Some("iroh") => true,
+            None => transport == TransportArg::Iroh || rest.contains('@'),
+            Some(_) => false,
+        };
+        if iroh {
+            return iroh_target(rest).map_err(|why| {
+                Failure::input(format!(
+                    "--connect {spec:?}: {why}; iroh addresses are NODE_ID@IP:PORT (the node id as `subduction_cli --ready-file` writes it after iroh_node_id=)"
+                ))
+            });
+        }
         let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
         let Some((host, port)) = authority.rsplit_once(':') else {
             return Err(bad("no port"));
@@ -84,7 +105,7 @@ impl Target {
             None if rest.contains('/') => Err(bad("a path needs a ws:// URL")),
             None => Ok(match transport {
                 TransportArg::Ws => Self::Ws(format!("ws://{authority}/")),
-                TransportArg::Tcp => Self::Tcp { addr: authority.to_owned(), prefix },
+                TransportArg::Tcp | TransportArg::Iroh => Self::Tcp { addr: authority.to_owned(), prefix },
             }),
         }
     }
@@ -93,7 +114,7 @@ impl Target {
     pub fn local(addr: SocketAddr, transport: TransportArg, prefix: PrefixKind) -> Self {
         match transport {
             TransportArg::Ws => Self::Ws(format!("ws://{addr}/")),
-            TransportArg::Tcp => Self::Tcp {
+            TransportArg::Tcp | TransportArg::Iroh => Self::Tcp {
                 addr: addr.to_string(),
                 prefix,
             },
@@ -112,6 +133,20 @@ impl Target {
                     .to_owned()
             }
             Self::Tcp { addr, .. } => addr.clone(),
+            // The first direct address.
+            Self::Iroh(spec) => {
+                let addrs = spec.split_once('@').map_or(spec.as_str(), |(_, a)| a);
+                addrs.split(',').next().unwrap_or(addrs).to_owned()
+            }
+        }
+    }
+
+    /// The transport this target speaks.
+    pub fn transport(&self) -> TransportArg {
+        match self {
+            Self::Ws(_) => TransportArg::Ws,
+            Self::Tcp { .. } => TransportArg::Tcp,
+            Self::Iroh(_) => TransportArg::Iroh,
         }
     }
 
@@ -151,6 +186,7 @@ impl Target {
                 Ok(Box::new(ws))
             }
             Self::Tcp { prefix, .. } => Ok(framed(self.tcp().await?, *prefix)),
+            Self::Iroh(spec) => iroh_carrier(spec).await,
         }
     }
 
@@ -209,8 +245,68 @@ impl fmt::Display for Target {
         match self {
             Self::Ws(url) => write!(f, "WebSocket {url}"),
             Self::Tcp { addr, prefix } => write!(f, "TCP {addr} ({prefix} prefix)"),
+            Self::Iroh(spec) => write!(f, "iroh {spec}"),
         }
     }
+}
+
+/// Validates an iroh address (`NODE_ID@IP:PORT`).
+#[cfg(feature = "iroh")]
+fn iroh_target(spec: &str) -> Result<Target, String> {
+    spec.parse::<iroh::NodeAddr>()
+        .map(|addr| Target::Iroh(addr.to_string()))
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "iroh"))]
+fn iroh_target(_: &str) -> Result<Target, String> {
+    Err(NO_IROH.to_owned())
+}
+
+#[cfg(not(feature = "iroh"))]
+const NO_IROH: &str =
+    "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)";
+
+/// Connects to an iroh node from this process's client endpoint.
+#[cfg(feature = "iroh")]
+async fn iroh_carrier(spec: &str) -> Result<Carrier, Failure> {
+    let addr: iroh::NodeAddr = spec.parse().map_err(Failure::input)?;
+    let endpoint = iroh_client().await?;
+    let transport = iroh::connect(endpoint, &addr)
+        .await
+        .map_err(|e| Failure::network(format!("cannot open iroh {spec}: {e}")))?;
+    Ok(Box::new(transport))
+}
+
+#[cfg(not(feature = "iroh"))]
+async fn iroh_carrier(_: &str) -> Result<Carrier, Failure> {
+    Err(Failure::input(NO_IROH))
+}
+
+/// One direct-only client endpoint per process (relays off, no
+/// discovery), kept for its connections' lifetime.
+#[cfg(feature = "iroh")]
+async fn iroh_client() -> Result<&'static iroh::Endpoint, Failure> {
+    static CLIENT: tokio::sync::OnceCell<iroh::Endpoint> = tokio::sync::OnceCell::const_new();
+    CLIENT
+        .get_or_try_init(|| async {
+            let any = SocketAddr::from(([0, 0, 0, 0], 0));
+            iroh::direct_endpoint(any, None)
+                .await
+                .map_err(|e| Failure::network(format!("cannot start an iroh endpoint: {e}")))
+        })
+        .await
+}
+
+/// A direct-only iroh endpoint listening on `bind`, and the address
+/// clients dial (`NODE_ID@IP:PORT`).
+#[cfg(feature = "iroh")]
+pub async fn iroh_listener(bind: SocketAddr) -> Result<(iroh::Endpoint, String), Failure> {
+    let endpoint = iroh::direct_endpoint(bind, None)
+        .await
+        .map_err(|e| Failure::input(format!("cannot listen on {bind} (iroh): {e}")))?;
+    let addr = iroh::NodeAddr::of(&endpoint).to_string();
+    Ok((endpoint, addr))
 }
 
 #[cfg(test)]

@@ -476,3 +476,45 @@ fn an_address_in_use_is_named() {
         one_error_line(&err, &format!("cannot listen on {addr}"));
     }
 }
+
+#[cfg(feature = "iroh")]
+#[test]
+fn echo_and_sync_run_over_iroh() {
+    let dir = scratch("iroh");
+    for args in [
+        &[
+            "echo",
+            "--transport",
+            "iroh",
+            "--count",
+            "50",
+            "--blob-size",
+            "200",
+        ][..],
+        &["sync", "--transport", "iroh", "--count", "20"][..],
+    ] {
+        let (code, out, err) = run(&bijou(&dir, args));
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(out.contains("iroh"), "{out}");
+        assert!(out.trim_end().ends_with("OK"), "{out}");
+    }
+    // A malformed iroh address says what form is expected.
+    let (code, _, err) = run(&bijou(&dir, &["sync", "--connect", "abcd@127.0.0.1:1"]));
+    assert_eq!(code, 2);
+    one_error_line(&err, "NODE_ID@IP:PORT");
+}
+
+#[cfg(not(feature = "iroh"))]
+#[test]
+fn iroh_without_the_feature_says_how_to_get_it() {
+    let dir = scratch("noiroh");
+    for args in [
+        &["sync", "--transport", "iroh"][..],
+        &["echo", "--transport", "iroh"][..],
+        &["sync", "--connect", "abcd@127.0.0.1:1"][..],
+    ] {
+        let (code, _, err) = run(&bijou(&dir, args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        one_error_line(&err, "--features iroh");
+    }
+}

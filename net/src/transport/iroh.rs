@@ -1098,6 +1098,14 @@ impl Transport for IrohTransport {
         self.framed.max_message_length()
     }
 
+    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
+        self.framed.length_prefix()
+    }
+
+    fn unread(&self) -> &[u8] {
+        self.framed.unread()
+    }
+
     /// Writes the prefix and the message straight into the write buffer
     /// ([`FramedTransport`]'s).
     fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
