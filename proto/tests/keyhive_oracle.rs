@@ -34,8 +34,33 @@ use keyhive_crypto::signed::Signed;
 use sedimentree_core::codec::{decode::Decode, encode::Encode};
 use subduction_keyhive::test_utils::{
     create_channel_pair, keyhive_peer_id, make_keyhive, ChannelConnection, SimpleKeyhive,
-    TestProtocol,
 };
+
+/// The keyhive `subduction_cli` runs (`subduction_keyhive::runtime`'s
+/// `LocalRuntimeKeyhive`, spelled out: that module needs tokio): content
+/// references are `Vec<u8>`.
+type ServerKeyhive = keyhive_core::keyhive::Keyhive<
+    future_form::Local,
+    keyhive_crypto::signer::memory::MemorySigner,
+    Vec<u8>,
+    Vec<u8>,
+    keyhive_core::store::ciphertext::memory::MemoryCiphertextStore<Vec<u8>, Vec<u8>>,
+    keyhive_core::listener::no_listener::NoListener,
+    rand08::rngs::OsRng,
+>;
+
+/// Their protocol over that keyhive, on in-memory channels.
+type ServerProtocol = subduction_keyhive::KeyhiveProtocol<
+    keyhive_crypto::signer::memory::MemorySigner,
+    Vec<u8>,
+    Vec<u8>,
+    keyhive_core::store::ciphertext::memory::MemoryCiphertextStore<Vec<u8>, Vec<u8>>,
+    keyhive_core::listener::no_listener::NoListener,
+    rand08::rngs::OsRng,
+    ChannelConnection,
+    MemoryKeyhiveStorage,
+    future_form::Local,
+>;
 use subduction_keyhive::{
     KeyhiveMessage as TheirFrame, KeyhivePeerId, MemoryKeyhiveStorage, Message as TheirMessage,
     SignedMessage,
@@ -46,19 +71,27 @@ fn client_key() -> SigningKey {
 }
 
 struct Server {
-    protocol: TestProtocol,
-    keyhive: Arc<async_lock::Mutex<SimpleKeyhive>>,
+    protocol: ServerProtocol,
+    keyhive: Arc<async_lock::Mutex<ServerKeyhive>>,
     id: KeyhivePeerId,
     /// The client's side of the channel: what the server sent.
     to_client: ChannelConnection,
 }
 
 async fn their_server(client: &SigningKey) -> Server {
-    let keyhive = make_keyhive().await;
-    let id = keyhive_peer_id(&keyhive);
+    let signer = keyhive_crypto::signer::memory::MemorySigner::generate(&mut rand08::rngs::OsRng);
+    let keyhive: ServerKeyhive = keyhive_core::keyhive::Keyhive::generate(
+        signer,
+        keyhive_core::store::ciphertext::memory::MemoryCiphertextStore::new(),
+        keyhive_core::listener::no_listener::NoListener,
+        rand08::rngs::OsRng,
+    )
+    .await
+    .unwrap();
+    let id = KeyhivePeerId::from_bytes(Identifier::from(keyhive.id()).to_bytes());
     let card = keyhive.generate_contact_card().await.unwrap();
     let shared = Arc::new(async_lock::Mutex::new(keyhive));
-    let protocol = TestProtocol::new(
+    let protocol = ServerProtocol::new(
         shared.clone(),
         MemoryKeyhiveStorage::new(),
         id.clone(),
@@ -236,12 +269,12 @@ fn our_root_delegation_is_their_static_event_byte_for_byte() {
         let ours = doc.root_delegation(to, access).unwrap();
         let vk = doc.id().verifying_key().unwrap();
         let doc_id = DocumentId::from(Identifier(vk));
-        let delegation = StaticDelegation::<[u8; 32]> {
+        let delegation = StaticDelegation::<Vec<u8>> {
             can: theirs,
             proof: None,
             delegate: Identifier(to.key().verifying_key().unwrap()),
             after_revocations: vec![],
-            after_content: BTreeMap::from([(doc_id, vec![*doc.id().as_bytes()])]),
+            after_content: BTreeMap::from([(doc_id, vec![doc.id().as_bytes().to_vec()])]),
         };
         let signature = bijou_signing::ed25519_dalek::Signature::from_bytes(
             ours.event[ours.event.len() - 64..].try_into().unwrap(),

@@ -10,7 +10,9 @@
 //! harmlessly: the server already holds an event with that hash.
 //!
 //! The root delegation is keyhive's `StaticEvent::Delegated(Signed<
-//! StaticDelegation>)`, in keyhive's binary form (fixed-width little-endian
+//! StaticDelegation<Vec<u8>>>)` (content references are byte vectors in
+//! `subduction_keyhive`'s runtime keyhive, the one `subduction_cli` runs),
+//! in keyhive's binary form (fixed-width little-endian
 //! integers, 64-bit lengths; bincode 1's layout, written here by hand):
 //!
 //! ```text
@@ -22,7 +24,7 @@
 //!   │ AfterRevocations: Count u64 LE = 0                                 │
 //!   │ AfterContent: Count u64 LE = 1 |                                   │
 //!   │   DocumentId: Len u64 LE = 32 | Key32 | Heads: Count u64 LE = 1 |   │
-//!   │   Head32                                                           │
+//!   │   Head: Len u64 LE = 32 | Head32 (the document id)                 │
 //!   └────────────────────────────────────────────────────────────────────┘
 //!   Issuer: Len u64 LE = 32 | Key32 (the document key)
 //!   Signature64 (Ed25519 by the document key over the signed payload)
@@ -116,6 +118,30 @@ pub fn public_id() -> PeerId {
     SigningKey::from_bytes(&[0; 32]).peer_id()
 }
 
+/// Checks that `tree` can be a keyhive document id (an Ed25519 point, as
+/// `subduction_keyhive`'s policy requires before it looks for the
+/// document). Refuse such a tree locally when the server enforces keyhive.
+///
+/// ```
+/// use bijou_proto::keyhive::{check_tree_id, DocumentKey};
+/// use bijou_proto::message::SedimentreeId;
+/// assert!(check_tree_id(DocumentKey::from_seed([1; 32]).tree_id()).is_ok());
+/// // y = 2 is not the y of a curve point.
+/// let mut not_a_point = [0; 32];
+/// not_a_point[0] = 2;
+/// assert!(check_tree_id(SedimentreeId::new(not_a_point)).is_err());
+/// ```
+///
+/// # Errors
+///
+/// [`KeyhiveError::TreeNotAPoint`].
+pub fn check_tree_id(tree: SedimentreeId) -> Result<(), KeyhiveError> {
+    PeerId::from_bytes(*tree.as_bytes())
+        .verifying_key()
+        .map(|_| ())
+        .map_err(|_| KeyhiveError::TreeNotAPoint { tree })
+}
+
 /// A document's root signing key. Its public key is the document id and
 /// the tree id.
 #[derive(Clone)]
@@ -178,6 +204,7 @@ impl DocumentKey {
         payload.put_u64_le(32);
         payload.put_slice(&doc);
         payload.put_u64_le(1);
+        payload.put_u64_le(32);
         payload.put_slice(&doc);
         let issuer = self.id();
         let signature = self
@@ -213,7 +240,7 @@ fn delegate_of(to: Grantee) -> Grantee {
 }
 
 /// Bytes of the signed payload and of the whole event.
-const PAYLOAD_LEN: usize = 4 + 1 + 8 + 32 + 8 + 8 + 8 + 32 + 8 + 32;
+const PAYLOAD_LEN: usize = 4 + 1 + 8 + 32 + 8 + 8 + 8 + 32 + 8 + 8 + 32;
 const EVENT_LEN: usize = 4 + PAYLOAD_LEN + 8 + 32 + 64;
 
 /// A document's root delegation event, ready to send.
@@ -301,6 +328,7 @@ impl RootDelegation {
         expect(&mut r, "document id length", 32, 8)?;
         let document = PeerId::from_bytes(r.array::<32>("document id")?);
         expect(&mut r, "content head count", 1, 8)?;
+        expect(&mut r, "content head length", 32, 8)?;
         r.array::<32>("content head")?;
         let payload_end = r.offset();
         expect(&mut r, "issuer length", 32, 8)?;

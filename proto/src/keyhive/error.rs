@@ -171,4 +171,11 @@ pub enum KeyhiveError {
         /// The kind the exchange waits for.
         expected: &'static str,
     },
+    /// A tree id that is not an Ed25519 point: a keyhive server can hold
+    /// no document for it, so it drops every push to it in silence.
+    #[error("tree {tree} is not an Ed25519 point, so a keyhive server can never hold a document for it and drops every push to it; use a document key's tree id (DocumentKey::tree_id)")]
+    TreeNotAPoint {
+        /// The tree id.
+        tree: crate::message::SedimentreeId,
+    },
 }

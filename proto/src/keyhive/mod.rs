@@ -50,7 +50,7 @@ pub mod signed;
 use bijou_signing::PeerId;
 
 pub use contact_card::contact_card;
-pub use document::{public_id, Access, DocumentKey, Grantee, RootDelegation};
+pub use document::{check_tree_id, public_id, Access, DocumentKey, Grantee, RootDelegation};
 pub use envelope::{ContactCardJson, SukMessage, KEYHIVE_SCHEMA};
 pub use error::KeyhiveError;
 pub use message::{EventHash, KeyhiveMessage, KeyhivePeer};

@@ -17,6 +17,9 @@
 //!                                        ▼                                          again at t (poll_timeout)
 //!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
 //!
+//!   keyhive ("SUK\0") bytes ── handle_message ──► decoded, signature checked against the
+//!                                              handshake's peer, at once ──► poll_event()
+//!
 //!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
 //!                                               Subscribe/Unsubscribe) ──► bytes to send
 //!   (the one send rule, however a message leaves: encoded here, written
@@ -91,6 +94,7 @@ use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
 use crate::handshake::Authenticated;
+use crate::keyhive::{SukMessage, KEYHIVE_SCHEMA};
 use crate::message::ephemeral::{TAG_SUBSCRIBE, TAG_UNSUBSCRIBE};
 use crate::message::{
     EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, EPHEMERAL_SCHEMA,
@@ -268,6 +272,14 @@ impl Session {
         if !self.wants_message() {
             return Err(Busy(bytes));
         }
+        if bytes.starts_with(&KEYHIVE_SCHEMA) {
+            // One signature, checked at once (like a handshake message,
+            // it is not paced by the budget: a keyhive message is small
+            // and a server sends one only in answer to ours).
+            let result = keyhive_received(&bytes, self.remote.peer());
+            self.ready = Some(Box::new(Received { bytes, result }));
+            return Ok(());
+        }
         let frame = MessageFrame::decode(bytes);
         let ephemeral = match frame.message {
             Ok(Message::Ephemeral(_)) => Some(self.ephemeral_mut()),
@@ -425,6 +437,14 @@ impl Session {
     }
 }
 
+/// A `SUK\0` message: decoded strictly, and verified as signed by `peer`.
+fn keyhive_received(bytes: &Bytes, peer: PeerId) -> Result<Delivered, Rejected> {
+    SukMessage::from_bytes(bytes)
+        .and_then(|message| message.verify(peer))
+        .map(|verified| Delivered::Keyhive(Box::new(verified)))
+        .map_err(Rejected::Keyhive)
+}
+
 /// Decodes and verifies one received message, all at once (what a
 /// [`Session`] does with each message, without the pacing or the steps).
 /// With no session to hold subscriptions, an ephemeral message is only
@@ -436,8 +456,21 @@ impl Session {
 /// let received = verify_message(bytes::Bytes::from_static(b"SUM\0junk"));
 /// assert!(matches!(received.result, Err(Rejected::Malformed(_))));
 /// ```
+///
+/// A keyhive (`SUK\0`) message is checked against the key it names (no
+/// handshake says whose it should be).
 #[must_use]
 pub fn verify_message(bytes: Bytes) -> Received {
+    if bytes.starts_with(&KEYHIVE_SCHEMA) {
+        let result = SukMessage::from_bytes(&bytes)
+            .and_then(|message| {
+                let issuer = message.signed.issuer;
+                message.verify(issuer)
+            })
+            .map(|verified| Delivered::Keyhive(Box::new(verified)))
+            .map_err(Rejected::Keyhive);
+        return Received { bytes, result };
+    }
     pending::verify_at_once(bytes)
 }
 
