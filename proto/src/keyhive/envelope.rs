@@ -51,7 +51,7 @@ pub struct ContactCardJson(String);
 
 impl ContactCardJson {
     /// A card from its JSON text (not checked against keyhive's layout:
-    /// see [`ContactCardJson::for_key`](super::contact_card) to make one).
+    /// see [`contact_card()`](super::contact_card()) to make ours).
     #[must_use]
     pub fn from_json(json: String) -> Self {
         Self(json)
