@@ -6,7 +6,7 @@
 use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
 use bijou_proto::message::Audience;
-use bijou_proto::session::{verify_message, Delivered, Rejected, Session};
+use bijou_proto::session::{verify_message, Delivered, Rejected, Session, Work};
 use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
@@ -57,7 +57,12 @@ fn keyhive_messages_are_delivered_verified_and_bad_ones_rejected_without_ending_
 
     // Signed by the handshake's peer: delivered.
     at_bob.handle_message(suk_from(&alice, &bob), now).unwrap();
-    let received = at_bob.poll_event().expect("answered at once");
+    assert!(
+        at_bob.poll_event().is_none(),
+        "the signature waits for poll_work"
+    );
+    assert_eq!(at_bob.poll_work(now), Work::Idle);
+    let received = at_bob.poll_event().expect("verified");
     let verified = received
         .result
         .unwrap()
@@ -70,6 +75,7 @@ fn keyhive_messages_are_delivered_verified_and_bad_ones_rejected_without_ending_
     at_bob
         .handle_message(suk_from(&mallory, &bob), now)
         .unwrap();
+    let _ = at_bob.poll_work(now);
     let received = at_bob.poll_event().unwrap();
     assert!(matches!(
         received.result,
@@ -89,6 +95,7 @@ fn keyhive_messages_are_delivered_verified_and_bad_ones_rejected_without_ending_
     // The session goes on.
     assert!(at_bob.wants_message());
     at_bob.handle_message(suk_from(&alice, &bob), now).unwrap();
+    let _ = at_bob.poll_work(now);
     assert!(matches!(
         at_bob.poll_event().unwrap().result,
         Ok(Delivered::Keyhive(_))

@@ -17,8 +17,9 @@
 //!                                        ▼                                          again at t (poll_timeout)
 //!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
 //!
-//!   keyhive ("SUK\0") bytes ── handle_message ──► decoded, signature checked against the
-//!                                              handshake's peer, at once ──► poll_event()
+//!   keyhive ("SUK\0") bytes ── handle_message ──► decoded (malformed: answered at once);
+//!                                 poll_work ──► its signature, paid from the budget, checked
+//!                                               against the handshake's peer ──► poll_event()
 //!
 //!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
 //!                                               Subscribe/Unsubscribe) ──► bytes to send
@@ -103,7 +104,7 @@ use crate::message::{
 use crate::time::Now;
 use crate::verify_budget::{Bucket, VerifyBudget};
 
-use pending::{Pending, Start};
+use pending::{Pending, PendingKeyhive, Start};
 pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 
 /// Signed items verified in one [`Session::poll_work`] step by default.
@@ -273,11 +274,23 @@ impl Session {
             return Err(Busy(bytes));
         }
         if bytes.starts_with(&KEYHIVE_SCHEMA) {
-            // One signature, checked at once (like a handshake message,
-            // it is not paced by the budget: a keyhive message is small
-            // and a server sends one only in answer to ours).
-            let result = keyhive_received(&bytes, self.remote.peer());
-            self.ready = Some(Box::new(Received { bytes, result }));
+            // Decoded now; its one signature is checked in poll_work,
+            // paid for from the budget like any other.
+            match SukMessage::from_bytes(&bytes) {
+                Ok(message) => {
+                    self.pending = Some(Box::new(Pending::Keyhive(PendingKeyhive {
+                        bytes,
+                        message: Some(message),
+                        peer: self.remote.peer(),
+                    })));
+                }
+                Err(e) => {
+                    self.ready = Some(Box::new(Received {
+                        bytes,
+                        result: Err(Rejected::Keyhive(e)),
+                    }));
+                }
+            }
             return Ok(());
         }
         let frame = MessageFrame::decode(bytes);
@@ -435,14 +448,6 @@ impl Session {
     ) -> Result<SignedEphemeral, PublishError> {
         self.ephemeral().seal(signer, topic, payload, now.unix_secs)
     }
-}
-
-/// A `SUK\0` message: decoded strictly, and verified as signed by `peer`.
-fn keyhive_received(bytes: &Bytes, peer: PeerId) -> Result<Delivered, Rejected> {
-    SukMessage::from_bytes(bytes)
-        .and_then(|message| message.verify(peer))
-        .map(|verified| Delivered::Keyhive(Box::new(verified)))
-        .map_err(Rejected::Keyhive)
 }
 
 /// Decodes and verifies one received message, all at once (what a
