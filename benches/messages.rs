@@ -32,16 +32,13 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_frame::net::message::{
-    BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
-    SyncMessage,
-};
+use bijou_frame::net::message::{Message, SyncMessage};
 use bijou_frame::net::MessageCodec;
 use bijou_frame::prelude::Wire;
-use bijou_frame::signing::{Blob, Signed};
+use bijou_test_support::messages::{fixed_commit_message, signed_item_offset};
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+use ed25519_dalek::{Signature, VerifyingKey};
 use subduction_core::connection::message as theirs;
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -54,25 +51,12 @@ struct Fixture {
 }
 
 fn fixture(blob_len: usize) -> Fixture {
-    let key = SigningKey::from_bytes(&[0x42; 32]);
-    let tree = SedimentreeId::new([0x11; 32]);
-    let blob: Vec<u8> = (0..blob_len).map(|i| (i * 31 % 251) as u8).collect();
-    let commit = LooseCommit::new(
-        tree,
-        CommitId::new([0x22; 32]),
-        [CommitId::new([0x33; 32]), CommitId::new([0x44; 32])],
-        Blob::from(blob.clone()).meta(),
-    );
-    let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
-        id: tree,
-        sender_heads: RemoteHeads::new(1, [CommitId::new([0x22; 32])]),
-        item: SignedItem::new(Signed::seal(&key, &commit).unwrap(), Blob::from(blob)),
-    }));
+    // 2 parents, 1 head.
+    let msg = Message::Sync(fixed_commit_message(2, 1, blob_len));
     let mut frame = BytesMut::new();
     MessageCodec::new().encode(&msg, &mut frame).unwrap();
-    // prefix + header 9 + tree 32 + heads (8 + 4 + 32)
     let prefix = frame.len() - msg.encode().unwrap().len();
-    let signed_start = prefix + 9 + 32 + 12 + 32;
+    let signed_start = prefix + signed_item_offset(1);
     let signed_len = 4 + 32 + 32 * 3 + 1 + bijou_len(blob_len) + 2 * 32 + 64;
     let blob_start = frame.len() - blob_len;
     Fixture {

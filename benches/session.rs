@@ -39,6 +39,7 @@ use bijou_frame::net::transport::{FramedTransport, LengthChecked};
 use bijou_frame::net::{Connection, VerifyBudget};
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
+use bijou_test_support::echo;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures::StreamExt;
@@ -216,16 +217,7 @@ async fn client(
     server: PeerId,
     key: u8,
 ) -> Connection<FramedTransport<TcpStream, Bijou64>> {
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    tcp.set_nodelay(true).expect("nodelay");
-    Connection::connect(
-        FramedTransport::new(tcp, Bijou64),
-        &SigningKey::from_bytes(&[key; 32]),
-        Audience::Known(server),
-        &HandshakeConfig::default(),
-    )
-    .await
-    .expect("handshake")
+    echo::connect(addr, &SigningKey::from_bytes(&[key; 32]), server).await
 }
 
 /// A server on a 2-worker runtime: every connection's messages are

@@ -17,7 +17,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_codec::{bijou64, leb128};
+use bijou_codec::{bijou64, leb128, Reader};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -164,8 +164,9 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
 
     // bijou64 is bijective: its canonical decode is its decode. Internal
     // iteration (`fold`) is the iterator's fast path; `bijou64-next` shows
-    // the same iterator driven by a `for` loop, and `bijou64-decode` the
-    // single-value `decode` in a loop.
+    // the same iterator driven by a `for` loop, `bijou64-decode` the
+    // single-value `decode` in a loop and `bijou64-reader` the same decoder
+    // through `Reader::bijou64`.
     group.bench_function("bijou64", |b| {
         b.iter(|| {
             bijou64::decode_iter(black_box(&bijou))
@@ -194,6 +195,23 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
                 };
                 sum = sum.wrapping_add(v);
                 pos += n;
+            }
+            sum
+        })
+    });
+    // The same single-value decoder through `Reader::bijou64`, the way a
+    // message decoder reads its bijou64 fields (cursor, field name and
+    // error mapping included).
+    let frame = bytes::Bytes::copy_from_slice(&bijou);
+    group.bench_function("bijou64-reader", |b| {
+        b.iter(|| {
+            let mut reader = Reader::new(black_box(&frame));
+            let mut sum = 0u64;
+            while !reader.is_empty() {
+                let Ok(v) = reader.bijou64("value") else {
+                    break;
+                };
+                sum = sum.wrapping_add(v);
             }
             sum
         })

@@ -9,7 +9,8 @@
 //! - [`proto`]: the Subduction wire types and the sans-IO protocol state
 //!   machines (handshake, session, replay cache, verification budget,
 //!   ephemeral session); no runtime;
-//! - [`net`]: the async shell: transports, handshake drivers, `Connection`.
+//! - [`net`]: the async shell: transports, handshake drivers, `Connection`;
+//! - [`inspect`]: decode and check a captured byte stream, frame by frame.
 //!
 //! ```text
 //!   codec <- signing <- framing <- proto <- net <- bijou-frame
@@ -27,6 +28,8 @@ pub use bijou_framing as framing;
 pub use bijou_net as net;
 pub use bijou_proto as proto;
 pub use bijou_signing as signing;
+
+pub mod inspect;
 
 /// The traits most code needs in scope: [`Wire`](prelude::Wire) (encode,
 /// decode, `wire_len` on every wire type) and

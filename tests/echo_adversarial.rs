@@ -4,8 +4,6 @@
 //! rejected with its typed reason while the honest traffic (and the
 //! adversary's own honest frames) keeps flowing, byte for byte.
 
-mod echo_support;
-
 use bijou_frame::net::ConnectError;
 use bijou_frame::prelude::Wire;
 use std::sync::{Arc, Mutex};
@@ -19,8 +17,9 @@ use bijou_frame::net::message::{
 use bijou_frame::net::transport::FramedTransport;
 use bijou_frame::net::{prefix::Bijou64, Connection, FrameCodec};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, BlobMismatch, Identity, VerifyError};
+use bijou_test_support::echo::{connect, send_and_check, start_server, Event, Tee};
+use bijou_test_support::messages::{chain_commit, frame};
 use bytes::{Bytes, BytesMut};
-use echo_support::{commit, connect, frame, send_and_check, start_server, Event, Tee};
 use futures::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::{Decoder, Framed};
@@ -72,7 +71,14 @@ async fn run() {
 
     // Honest traffic runs in the background for the whole test.
     let honest_frames: Vec<Bytes> = (0..HONEST_FRAMES)
-        .map(|n| frame(&commit(&honest_key, tree, n, 200 + (n as usize % 7) * 100)))
+        .map(|n| {
+            frame(&chain_commit(
+                &honest_key,
+                tree,
+                n,
+                200 + (n as usize % 7) * 100,
+            ))
+        })
         .collect();
     let honest_task = tokio::spawn(send_and_check(honest, honest_frames, 8));
 
@@ -95,11 +101,11 @@ async fn run() {
     // 2. The adversary authenticates as itself, then sends bad frames
     // between good ones.
     let mut evil = connect(server.addr, &evil_key, server.peer).await;
-    let good = frame(&commit(&evil_key, tree, 1_000, 300));
+    let good = frame(&chain_commit(&evil_key, tree, 1_000, 300));
 
     // Forged signature: the honest peer's key as issuer over the
     // adversary's signature.
-    let mut forged = frame(&commit(&evil_key, tree, 1_001, 300)).to_vec();
+    let mut forged = frame(&chain_commit(&evil_key, tree, 1_001, 300)).to_vec();
     let issuer_at = 9 + 32 + 12 + 4; // envelope, tree id, RemoteHeads(1 head = 12 + 32)..
     let issuer_at = issuer_at + 32; // .. the head, then the STC schema
     assert_eq!(&forged[issuer_at - 4..issuer_at], b"STC\0");
@@ -107,7 +113,7 @@ async fn run() {
 
     // Tampered blob: a validly signed commit whose blob was changed in
     // flight (same length).
-    let mut tampered = frame(&commit(&evil_key, tree, 1_002, 300)).to_vec();
+    let mut tampered = frame(&chain_commit(&evil_key, tree, 1_002, 300)).to_vec();
     let last = tampered.len() - 1;
     tampered[last] ^= 0x01;
 

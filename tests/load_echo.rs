@@ -3,14 +3,13 @@
 //! byte, in order, and each echo verifies again; the server rejects
 //! nothing. Small blobs keep it within CI time on two cores.
 
-mod echo_support;
-
 use std::time::{Duration, Instant};
 
 use bijou_frame::net::message::SedimentreeId;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
+use bijou_test_support::echo::{connect, send_and_check, start_server, Event};
+use bijou_test_support::messages::{chain_commit, frame};
 use bytes::Bytes;
-use echo_support::{commit, connect, frame, send_and_check, start_server, Event};
 
 const PEERS: u64 = 32;
 const FRAMES: u64 = 500;
@@ -34,7 +33,7 @@ async fn run() {
             let tree = SedimentreeId::new([u8::try_from(p).expect("small"); 32]);
             let frames: Vec<Bytes> = (0..FRAMES)
                 .map(|n| {
-                    frame(&commit(
+                    frame(&chain_commit(
                         &key,
                         tree,
                         n,

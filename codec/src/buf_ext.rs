@@ -1,7 +1,7 @@
 //! bijou64 on [`bytes::Buf`] and [`bytes::BufMut`].
 //!
 //! ```
-//! use bijou_codec::{BufExt, BufMutExt};
+//! use bijou_frame::codec::{BufExt, BufMutExt};
 //! use bytes::{Buf, BytesMut};
 //!
 //! let mut buf = BytesMut::new();

@@ -25,7 +25,7 @@
 //! LEB128 crates do) and exists for comparison.
 //!
 //! ```
-//! use bijou_codec::leb128::{decode, decode_lax, DecodeError};
+//! use bijou_frame::codec::leb128::{decode, decode_lax, DecodeError};
 //! assert_eq!(decode(&[0xAC, 0x02]), Ok((300, 2)));
 //! assert_eq!(decode(&[0x80, 0x00]), Err(DecodeError::Overlong { len: 2 }));
 //! assert_eq!(decode_lax(&[0x80, 0x00]), Ok((0, 2)));
@@ -71,7 +71,7 @@ pub enum DecodeError {
 /// Length in bytes (1..=10) of the encoding of `value`.
 ///
 /// ```
-/// use bijou_codec::leb128::encoded_len;
+/// use bijou_frame::codec::leb128::encoded_len;
 /// assert_eq!(encoded_len(127), 1);
 /// assert_eq!(encoded_len(128), 2);
 /// assert_eq!(encoded_len(u64::MAX), 10);
@@ -87,7 +87,7 @@ pub const fn encoded_len(value: u64) -> usize {
 /// `len` bytes (the second element). Bytes past `len` are unspecified.
 ///
 /// ```
-/// let (bytes, len) = bijou_codec::leb128::encode_array(300);
+/// let (bytes, len) = bijou_frame::codec::leb128::encode_array(300);
 /// assert_eq!(&bytes[..len], &[0xAC, 0x02]);
 /// ```
 #[inline]
@@ -131,7 +131,7 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 ///
 /// ```
 /// let mut out = Vec::new();
-/// bijou_codec::leb128::encode_to_vec(u64::MAX, &mut out);
+/// bijou_frame::codec::leb128::encode_to_vec(u64::MAX, &mut out);
 /// assert_eq!(out, [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]);
 /// ```
 #[inline]
@@ -169,7 +169,7 @@ pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSm
 /// than 10 bytes.
 ///
 /// ```
-/// use bijou_codec::leb128::{decode, DecodeError};
+/// use bijou_frame::codec::leb128::{decode, DecodeError};
 /// assert_eq!(decode(&[0x7F]), Ok((127, 1)));
 /// // unsigned-varint 0.8 accepts this as 2^63; it is not canonical.
 /// let bad = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x03];
@@ -261,7 +261,7 @@ fn decode_short(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 ///
 /// ```
 /// let values: Result<Vec<u64>, _> =
-///     bijou_codec::leb128::decode_iter(&[0x01, 0xAC, 0x02]).collect();
+///     bijou_frame::codec::leb128::decode_iter(&[0x01, 0xAC, 0x02]).collect();
 /// assert_eq!(values, Ok(vec![1, 300]));
 /// ```
 pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {

@@ -27,7 +27,7 @@
 //!   single-value codecs, [`Wire`], [`Reader`] and [`Writer`].
 //!
 //! ```
-//! use bijou_codec::{bijou64, Reader};
+//! use bijou_frame::codec::{bijou64, Reader};
 //!
 //! let mut wire = Vec::new();
 //! bijou64::encode_to_vec(66_040, &mut wire);

@@ -18,7 +18,7 @@
 //! Fixed-width integers are big-endian, as in every Subduction layout.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError};
+//! use bijou_frame::codec::{Reader, ReadError};
 //! use bytes::Bytes;
 //!
 //! let frame = Bytes::from_static(&[0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB]);
@@ -131,11 +131,12 @@ pub enum ReadError {
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
     frame: &'a Bytes,
+    /// The frame's bytes up to the end of this reader's region (all of
+    /// them, or fewer for a [`Reader::sub`] reader): indexes stay absolute,
+    /// and the unread bytes are `buf[pos..]`, one bounds check away.
+    buf: &'a [u8],
     /// Absolute index of the next unread byte in `frame`.
     pos: usize,
-    /// Absolute end of this reader's region (`frame.len()`, or less for a
-    /// [`Reader::sub`] reader).
-    end: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -144,8 +145,8 @@ impl<'a> Reader<'a> {
     pub fn new(frame: &'a Bytes) -> Self {
         Self {
             frame,
+            buf: frame.as_ref(),
             pos: 0,
-            end: frame.len(),
         }
     }
 
@@ -158,7 +159,7 @@ impl<'a> Reader<'a> {
     /// Bytes not yet read.
     #[must_use]
     pub fn remaining(&self) -> usize {
-        self.end.saturating_sub(self.pos)
+        self.buf.len().saturating_sub(self.pos)
     }
 
     /// Whether every byte has been read.
@@ -170,7 +171,7 @@ impl<'a> Reader<'a> {
     /// The unread bytes, without consuming them.
     #[must_use]
     pub fn rest(&self) -> &'a [u8] {
-        self.frame.get(self.pos..self.end).unwrap_or_default()
+        self.buf.get(self.pos..).unwrap_or_default()
     }
 
     /// The frame bytes from absolute offset `start` up to the next unread
@@ -223,7 +224,7 @@ impl<'a> Reader<'a> {
     #[inline]
     fn advance(&mut self, field: &'static str, len: usize) -> Result<(usize, usize), ReadError> {
         match self.pos.checked_add(len) {
-            Some(end) if end <= self.end => {
+            Some(end) if end <= self.buf.len() => {
                 let start = self.pos;
                 self.pos = end;
                 Ok((start, end))
@@ -241,8 +242,7 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn bytes(&mut self, field: &'static str, len: usize) -> Result<&'a [u8], ReadError> {
         let (start, end) = self.advance(field, len)?;
-        let frame: &'a Bytes = self.frame;
-        Ok(frame.get(start..end).unwrap_or_default())
+        Ok(self.buf.get(start..end).unwrap_or_default())
     }
 
     /// The next `len` bytes as a zero-copy [`Bytes`] slice of the frame
@@ -293,8 +293,8 @@ impl<'a> Reader<'a> {
         let (start, end) = self.advance(field, len)?;
         Ok(Reader {
             frame: self.frame,
+            buf: self.buf.get(..end).unwrap_or_default(),
             pos: start,
-            end,
         })
     }
 
@@ -404,7 +404,7 @@ impl<'a> Reader<'a> {
     ///
     /// ```
     /// let frame = bytes::Bytes::from_static(&[0u8; 64]);
-    /// let mut r = bijou_codec::Reader::new(&frame);
+    /// let mut r = bijou_frame::codec::Reader::new(&frame);
     /// assert_eq!(r.capacity_for("parents", 2, 32), Ok(2));
     /// assert!(r.capacity_for("parents", 3, 32).is_err());
     /// ```

@@ -31,7 +31,7 @@
 //! a [`Wire`] type describes bytes, a tokio-util codec moves them.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
+//! use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
 //! use bytes::{BufMut, Bytes};
 //!
 //! /// `BlobLen bijou64 | Blob`, the blob a zero-copy slice of the frame.

@@ -14,7 +14,7 @@
 //! short buffer, and an error leaves the buffer untouched.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
+//! use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
 //! use bytes::{BufMut, Bytes};
 //!
 //! /// `Count u16 | bijou64 | byte`.
@@ -101,7 +101,7 @@ impl<'a> Writer<'a, bytes::BytesMut> {
     /// or to write a length prefix first) writes without counting again.
     ///
     /// ```
-    /// use bijou_codec::{Wire, Writer};
+    /// use bijou_frame::codec::{Wire, Writer};
     /// use bytes::BytesMut;
     ///
     /// let value = 0x0102_u16;
@@ -109,7 +109,7 @@ impl<'a> Writer<'a, bytes::BytesMut> {
     /// frame.extend_from_slice(&[value.wire_len()? as u8]); // a length prefix
     /// value.write_to(&mut Writer::growing(&mut frame))?;
     /// assert_eq!(&frame[..], [2, 1, 2]);
-    /// # Ok::<(), bijou_codec::WriteError>(())
+    /// # Ok::<(), bijou_frame::codec::WriteError>(())
     /// ```
     pub fn growing(out: &'a mut bytes::BytesMut) -> Self {
         Self {
@@ -231,7 +231,7 @@ impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
 /// implementations, which validate every count before anything is written.
 ///
 /// ```
-/// use bijou_codec::{count, WriteError};
+/// use bijou_frame::codec::{count, WriteError};
 /// assert_eq!(count::u8("parents", 255), Ok(255));
 /// assert_eq!(
 ///     count::u16("ids", 70_000),

@@ -14,11 +14,11 @@ use crate::FrameCodec;
 /// once and then start any number of codecs or transports.
 ///
 /// ```
-/// use bijou_framing::{prefix::Leb128, FrameCodec};
+/// use bijou_frame::framing::{prefix::Leb128, FrameCodec};
 /// use futures::{SinkExt, StreamExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), bijou_framing::FrameError> {
+/// # async fn main() -> Result<(), bijou_frame::framing::FrameError> {
 /// let (a, b) = tokio::io::duplex(1024);
 /// let mut builder = FrameCodec::builder().prefix(Leb128);
 /// builder.max_frame_length(64 * 1024);
@@ -41,7 +41,7 @@ impl Builder<Bijou64> {
     /// ([`DEFAULT_MAX_FRAME_LENGTH`]).
     ///
     /// ```
-    /// let codec = bijou_framing::Builder::new().new_codec();
+    /// let codec = bijou_frame::framing::Builder::new().new_codec();
     /// assert_eq!(codec.max_frame_length(), 50 * 1024 * 1024);
     /// ```
     #[must_use]
@@ -63,7 +63,7 @@ impl<P: LengthPrefix> Builder<P> {
     /// The same settings with another length prefix.
     ///
     /// ```
-    /// use bijou_framing::{prefix::U32Be, FrameCodec};
+    /// use bijou_frame::framing::{prefix::U32Be, FrameCodec};
     /// let codec = FrameCodec::builder().prefix(U32Be).new_codec();
     /// assert_eq!(codec.prefix(), U32Be);
     /// ```
@@ -83,7 +83,7 @@ impl<P: LengthPrefix> Builder<P> {
     /// [`U32Be`]: crate::prefix::U32Be
     ///
     /// ```
-    /// let codec = bijou_framing::FrameCodec::builder().max_frame_length(4096).new_codec();
+    /// let codec = bijou_frame::framing::FrameCodec::builder().max_frame_length(4096).new_codec();
     /// assert_eq!(codec.max_frame_length(), 4096);
     /// ```
     pub fn max_frame_length(&mut self, max_frame_length: usize) -> &mut Self {
@@ -94,7 +94,7 @@ impl<P: LengthPrefix> Builder<P> {
     /// A codec with these settings.
     ///
     /// ```
-    /// let codec = bijou_framing::FrameCodec::builder().max_frame_length(10).new_codec();
+    /// let codec = bijou_frame::framing::FrameCodec::builder().max_frame_length(10).new_codec();
     /// assert_eq!(codec.max_frame_length(), 10);
     /// ```
     #[must_use]
@@ -107,10 +107,10 @@ impl<P: LengthPrefix> Builder<P> {
     /// ```
     /// use futures::{SinkExt, StreamExt};
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), bijou_framing::FrameError> {
+    /// # async fn main() -> Result<(), bijou_frame::framing::FrameError> {
     /// let (a, b) = tokio::io::duplex(64);
-    /// let mut left = bijou_framing::FrameCodec::builder().new_framed(a);
-    /// let mut right = bijou_framing::FrameCodec::builder().new_framed(b);
+    /// let mut left = bijou_frame::framing::FrameCodec::builder().new_framed(a);
+    /// let mut right = bijou_frame::framing::FrameCodec::builder().new_framed(b);
     /// left.send(bytes::Bytes::from_static(b"hi")).await?;
     /// assert_eq!(right.next().await.transpose()?.as_deref(), Some(&b"hi"[..]));
     /// # Ok(())
@@ -125,9 +125,9 @@ impl<P: LengthPrefix> Builder<P> {
     /// ```
     /// use futures::StreamExt;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), bijou_framing::FrameError> {
+    /// # async fn main() -> Result<(), bijou_frame::framing::FrameError> {
     /// let wire: &[u8] = b"\x02hi\x00";
-    /// let mut frames = bijou_framing::FrameCodec::builder().new_read(wire);
+    /// let mut frames = bijou_frame::framing::FrameCodec::builder().new_read(wire);
     /// assert_eq!(frames.next().await.transpose()?.as_deref(), Some(&b"hi"[..]));
     /// assert_eq!(frames.next().await.transpose()?.as_deref(), Some(&b""[..]));
     /// assert!(frames.next().await.is_none());
@@ -143,8 +143,8 @@ impl<P: LengthPrefix> Builder<P> {
     /// ```
     /// use futures::SinkExt;
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), bijou_framing::FrameError> {
-    /// let mut sink = bijou_framing::FrameCodec::builder().new_write(Vec::new());
+    /// # async fn main() -> Result<(), bijou_frame::framing::FrameError> {
+    /// let mut sink = bijou_frame::framing::FrameCodec::builder().new_write(Vec::new());
     /// sink.send(&b"hi"[..]).await?;
     /// assert_eq!(sink.get_ref().as_slice(), b"\x02hi");
     /// # Ok(())

@@ -15,7 +15,7 @@ use std::io;
 /// [`FrameError::Truncated`]) for code that speaks `io::Result`.
 ///
 /// ```
-/// use bijou_framing::{FrameCodec, FrameError};
+/// use bijou_frame::framing::{FrameCodec, FrameError};
 /// use bytes::BytesMut;
 /// use tokio_util::codec::Decoder;
 ///
@@ -70,7 +70,7 @@ pub enum FrameError {
 
 impl From<FrameError> for io::Error {
     /// ```
-    /// use bijou_framing::FrameError;
+    /// use bijou_frame::framing::FrameError;
     /// let err = std::io::Error::from(FrameError::Truncated { needed: 5, have: 2 });
     /// assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
     /// ```

@@ -150,7 +150,7 @@ enum DecodeState {
 /// codecs): use one per connection, with the same buffer throughout.
 ///
 /// ```
-/// use bijou_framing::{prefix::Leb128, FrameCodec};
+/// use bijou_frame::framing::{prefix::Leb128, FrameCodec};
 /// use bytes::{Bytes, BytesMut};
 /// use tokio_util::codec::{Decoder, Encoder};
 ///
@@ -168,7 +168,7 @@ enum DecodeState {
 /// let mut leb = FrameCodec::<Leb128>::default();
 /// leb.encode(&[7u8; 300][..], &mut wire)?;
 /// assert_eq!(&wire[..2], &[0xAC, 0x02]);
-/// # Ok::<(), bijou_framing::FrameError>(())
+/// # Ok::<(), bijou_frame::framing::FrameError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct FrameCodec<P = Bijou64> {
@@ -185,7 +185,7 @@ impl FrameCodec<Bijou64> {
     /// `FrameCodec::<Leb128>::default()` or [`Builder::prefix`].
     ///
     /// ```
-    /// let codec = bijou_framing::FrameCodec::new();
+    /// let codec = bijou_frame::framing::FrameCodec::new();
     /// assert_eq!(codec.max_frame_length(), 50 * 1024 * 1024);
     /// ```
     #[must_use]
@@ -197,7 +197,7 @@ impl FrameCodec<Bijou64> {
     /// `FramedRead` and `FramedWrite`.
     ///
     /// ```
-    /// use bijou_framing::{prefix::U32Be, FrameCodec};
+    /// use bijou_frame::framing::{prefix::U32Be, FrameCodec};
     /// let codec = FrameCodec::builder().prefix(U32Be).max_frame_length(1 << 20).new_codec();
     /// assert_eq!(codec.max_frame_length(), 1 << 20);
     /// ```
@@ -212,7 +212,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
     /// ([`DEFAULT_MAX_FRAME_LENGTH`]).
     ///
     /// ```
-    /// use bijou_framing::{prefix::Leb128, FrameCodec};
+    /// use bijou_frame::framing::{prefix::Leb128, FrameCodec};
     /// let codec = FrameCodec::with_prefix(Leb128);
     /// # let _ = codec;
     /// ```
@@ -233,7 +233,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
     /// The largest payload this codec decodes or encodes, in bytes.
     ///
     /// ```
-    /// use bijou_framing::{prefix::U32Be, FrameCodec};
+    /// use bijou_frame::framing::{prefix::U32Be, FrameCodec};
     /// // Clamped to what the prefix can express.
     /// let codec = FrameCodec::builder().prefix(U32Be).max_frame_length(usize::MAX).new_codec();
     /// assert_eq!(codec.max_frame_length() as u64, u64::from(u32::MAX));
@@ -248,7 +248,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
     /// was admitted with.
     ///
     /// ```
-    /// let mut codec = bijou_framing::FrameCodec::new();
+    /// let mut codec = bijou_frame::framing::FrameCodec::new();
     /// codec.set_max_frame_length(1024);
     /// assert_eq!(codec.max_frame_length(), 1024);
     /// ```
@@ -464,7 +464,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
     /// `MessageCodec` (in `bijou-net`) does: no intermediate buffer).
     ///
     /// ```
-    /// use bijou_framing::FrameCodec;
+    /// use bijou_frame::framing::FrameCodec;
     /// use bytes::{BufMut, BytesMut};
     ///
     /// let mut dst = BytesMut::new();
@@ -472,7 +472,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
     /// assert_eq!(&dst[..], [0xF8, 0x34]); // bijou64(300)
     /// assert!(dst.capacity() >= 2 + 300);
     /// dst.put_bytes(0, 300);
-    /// # Ok::<(), bijou_framing::FrameError>(())
+    /// # Ok::<(), bijou_frame::framing::FrameError>(())
     /// ```
     ///
     /// # Errors

@@ -27,11 +27,11 @@
 //! ```
 //!
 //! ```
-//! use bijou_framing::FrameCodec;
+//! use bijou_frame::framing::FrameCodec;
 //! use futures::{SinkExt, StreamExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), bijou_framing::FrameError> {
+//! # async fn main() -> Result<(), bijou_frame::framing::FrameError> {
 //! let (client, server) = tokio::io::duplex(4096);
 //! let mut client = FrameCodec::builder().new_framed(client);
 //! let mut server = FrameCodec::builder().new_framed(server);

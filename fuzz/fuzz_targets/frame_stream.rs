@@ -14,10 +14,8 @@
 //! re-encode to their frames.
 #![no_main]
 
-#[path = "../../net/tests/fuzz_support/checks.rs"]
-mod checks;
-
 use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_test_support::checks;
 use libfuzzer_sys::fuzz_target;
 
 fn feed<P: LengthPrefix>(stream: &[u8], control: u8) {

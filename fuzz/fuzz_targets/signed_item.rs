@@ -4,9 +4,7 @@
 //! verification must not panic.
 #![no_main]
 
-#[path = "../../net/tests/fuzz_support/checks.rs"]
-mod checks;
-
+use bijou_test_support::checks;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,9 +3,7 @@
 //! `Signed<Challenge>` or `Signed<Response>`, which must agree.
 #![no_main]
 
-#[path = "../../net/tests/fuzz_support/checks.rs"]
-mod checks;
-
+use bijou_test_support::checks;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

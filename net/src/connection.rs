@@ -40,10 +40,10 @@
 //! sink) hold for the messages the other receives.
 //!
 //! ```
-//! use bijou_net::handshake::HandshakeConfig;
-//! use bijou_net::message::*;
-//! use bijou_net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
-//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+//! use bijou_frame::net::handshake::HandshakeConfig;
+//! use bijou_frame::net::message::*;
+//! use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
+//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -326,6 +326,52 @@ impl<T: Transport> Connection<T> {
     /// [`SendError::Transport`].
     pub async fn close(&mut self) -> Result<(), SendError> {
         SinkExt::<Message>::close(self).await
+    }
+
+    /// Closes gracefully: flushes and closes the sending side (on
+    /// WebSocket, our close frame), then keeps reading until the peer ends
+    /// its side too (its close frame, or the end of the stream), for at
+    /// most `grace`. The peer thus gets to finish what it was sending (an
+    /// acknowledgement, its close reply) instead of meeting a reset.
+    /// Messages that arrive meanwhile are counted and dropped: read them
+    /// with [`recv`](Self::recv) first if they matter.
+    ///
+    /// ```no_run
+    /// # use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, SendError};
+    /// # async fn f(mut conn: Connection<FramedTransport<tokio::net::TcpStream, Bijou64>>) -> Result<(), SendError> {
+    /// let closed = conn.shutdown(std::time::Duration::from_secs(2)).await?;
+    /// if !closed.peer_closed {
+    ///     eprintln!("the peer did not close within 2 s");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: calling it again carries on.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Transport`] if our side cannot be flushed or closed. A
+    /// peer that fails while we wait for its close is not an error (the
+    /// connection is over): `peer_closed` is then `false`.
+    pub async fn shutdown(&mut self, grace: Duration) -> Result<Shutdown, SendError> {
+        self.close().await?;
+        let mut drained = 0u64;
+        let read = async {
+            loop {
+                match self.recv().await {
+                    Ok(Some(_)) => drained += 1,
+                    Ok(None) => return true,
+                    Err(_) => return false,
+                }
+            }
+        };
+        let peer_closed = tokio::time::timeout(grace, read).await.unwrap_or(false);
+        Ok(Shutdown {
+            drained,
+            peer_closed,
+        })
     }
 
     /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
@@ -817,3 +863,13 @@ impl<T> std::fmt::Display for ReuniteError<T> {
 }
 
 impl<T: std::fmt::Debug> std::error::Error for ReuniteError<T> {}
+
+/// What [`Connection::shutdown`] saw after closing our side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Shutdown {
+    /// Messages that arrived while waiting (dropped).
+    pub drained: u64,
+    /// Whether the peer ended its side within the grace period.
+    pub peer_closed: bool,
+}

@@ -25,6 +25,9 @@ use futures::{SinkExt, StreamExt};
 // The state machines and their configuration, beside their drivers.
 pub use bijou_proto::handshake::*;
 
+use bijou_framing::prefix::PrefixKind;
+
+use crate::transport::peer_framing::{sniff, PeerFraming};
 use crate::transport::{Transport, TransportError};
 
 /// Why opening or accepting a connection failed. Every variant ends the
@@ -45,6 +48,18 @@ pub enum ConnectError {
     Closed {
         /// The message we were waiting for.
         waiting_for: &'static str,
+    },
+    /// The peer's reply did not parse, and its bytes show why: it frames
+    /// its messages differently (HTTP, another length prefix).
+    #[error("{error}; the peer speaks another framing than ours ({ours} prefix): {theirs}")]
+    OtherFraming {
+        /// What failed first.
+        #[source]
+        error: Box<ConnectError>,
+        /// Our length prefix.
+        ours: PrefixKind,
+        /// What the peer's bytes look like.
+        theirs: PeerFraming,
     },
     /// The handshake did not complete in time.
     #[error("handshake timed out after {after:?}")]
@@ -115,6 +130,39 @@ async fn next_message<T: Transport>(
     }
 }
 
+/// `error`, or [`ConnectError::OtherFraming`] if the bytes the peer sent
+/// (the reply `delivered`, behind our prefix, then what is still unread)
+/// are another framing's.
+fn other_framing<T: Transport + ?Sized>(
+    transport: &T,
+    delivered: Option<&Bytes>,
+    error: ConnectError,
+) -> ConnectError {
+    let Some(ours) = transport.length_prefix() else {
+        return error;
+    };
+    let mut raw = Vec::new();
+    if let Some(reply) = delivered {
+        if let Some((prefix, n)) = u64::try_from(reply.len())
+            .ok()
+            .and_then(|len| ours.encode(len))
+        {
+            raw.extend_from_slice(prefix.get(..n).unwrap_or_default());
+        }
+        raw.extend_from_slice(reply);
+    }
+    let unread = transport.unread();
+    raw.extend_from_slice(unread.get(..unread.len().min(64)).unwrap_or_default());
+    match sniff(&raw, ours) {
+        Some(theirs) => ConnectError::OtherFraming {
+            error: Box::new(error),
+            ours,
+            theirs,
+        },
+        None => error,
+    }
+}
+
 async fn bounded<F, R>(timeout: Duration, fut: F) -> Result<R, ConnectError>
 where
     F: std::future::Future<Output = Result<R, ConnectError>>,
@@ -152,8 +200,17 @@ where
     let initiator = Initiator::new(signer, audience, config.clock.unix_secs(), rand::random())?;
     let authenticated = bounded(config.timeout, async {
         transport.send(initiator.challenge().clone()).await?;
-        let reply = next_message(transport, "response").await?;
-        Ok(initiator.receive(reply)?)
+        let reply = match next_message(transport, "response").await {
+            Ok(reply) => reply,
+            Err(e) => return Err(other_framing(&*transport, None, e)),
+        };
+        match initiator.receive(reply.clone()) {
+            Ok(authenticated) => Ok(authenticated),
+            Err(e @ (HandshakeError::Malformed(_) | HandshakeError::Unexpected { .. })) => {
+                Err(other_framing(&*transport, Some(&reply), e.into()))
+            }
+            Err(e) => Err(e.into()),
+        }
     })
     .await?;
     transport.set_max_message_length(config.max_message_length);
@@ -188,12 +245,21 @@ where
     transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
     let config = responder.config();
     let authenticated = bounded(config.timeout, async {
-        let challenge = next_message(transport, "challenge").await?;
-        let answer = responder.answer(signer, challenge, config.clock.unix_secs());
+        let challenge = match next_message(transport, "challenge").await {
+            Ok(challenge) => challenge,
+            Err(e) => return Err(other_framing(&*transport, None, e)),
+        };
+        let answer = responder.answer(signer, challenge.clone(), config.clock.unix_secs());
         if let Some(reply) = answer.reply {
             transport.send(reply).await?;
         }
-        Ok(answer.outcome?)
+        match answer.outcome {
+            Ok(authenticated) => Ok(authenticated),
+            Err(e @ (HandshakeError::Malformed(_) | HandshakeError::Unexpected { .. })) => {
+                Err(other_framing(&*transport, Some(&challenge), e.into()))
+            }
+            Err(e) => Err(e.into()),
+        }
     })
     .await?;
     transport.set_max_message_length(config.max_message_length);

@@ -8,7 +8,7 @@
 //! moves bytes, waits on timers and decides when to yield.
 //!
 //! ```text
-//!   Connection<T: Transport>  ── handle_message / poll_work / poll_event ──►  bijou_proto::Session
+//!   Connection<T: Transport>  ── handle_message / poll_work / poll_event ──►  bijou_frame::proto::Session
 //!        │  Sink<Bytes> + Stream<Bytes>
 //!        ▼
 //!   transport::FramedTransport  (bijou64 / LEB128 / u32-BE prefix over AsyncRead + AsyncWrite)
@@ -55,7 +55,9 @@ pub use bijou_proto::message::{
     HandshakeMessage, Message, MessageError, MessageFrame, SyncMessage,
 };
 pub use bijou_proto::VerifyBudget;
-pub use connection::{Connection, Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
+pub use connection::{
+    Connection, Delivered, Received, Rejected, RejectedItem, Shutdown, VerifiedMessage,
+};
 pub use handshake::ConnectError;
 pub use message_codec::{MessageCodec, SendError};
 pub use tokio_clock::TokioClock;

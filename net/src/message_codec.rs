@@ -39,9 +39,9 @@
 //!   disconnect.
 //!
 //! ```
-//! use bijou_framing::FrameCodec;
-//! use bijou_net::MessageCodec;
-//! use bijou_proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
+//! use bijou_frame::framing::FrameCodec;
+//! use bijou_frame::net::MessageCodec;
+//! use bijou_frame::proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
 //! use bytes::{Bytes, BytesMut};
 //! use tokio_util::codec::{Decoder, Encoder};
 //!
@@ -100,8 +100,8 @@ impl<P: LengthPrefix> MessageCodec<P> {
     /// length).
     ///
     /// ```
-    /// use bijou_framing::{prefix::U32Be, FrameCodec};
-    /// use bijou_net::MessageCodec;
+    /// use bijou_frame::framing::{prefix::U32Be, FrameCodec};
+    /// use bijou_frame::net::MessageCodec;
     /// // Subduction's QUIC framing: a 4-byte big-endian length prefix.
     /// let codec = MessageCodec::from_frame_codec(FrameCodec::with_prefix(U32Be));
     /// # let _ = codec;

@@ -10,7 +10,7 @@ use bijou_proto::time::{Clock, SystemClock, TimeProvider};
 /// Outside a paused runtime, tokio's clock is the system's.
 ///
 /// ```
-/// use bijou_net::TokioClock;
+/// use bijou_frame::net::TokioClock;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {

@@ -24,9 +24,6 @@ use futures::StreamExt;
 use tokio::io::DuplexStream;
 use tokio::time::timeout;
 
-#[path = "../../proto/tests/messages_support/mod.rs"]
-mod messages_support;
-
 const NOW: u64 = 1_700_000_000;
 const REPLY: Duration = Duration::from_secs(5);
 
@@ -94,7 +91,7 @@ fn sealed(signer: u8, topic: Topic, nonce: u64, timestamp: u64, payload: Vec<u8>
 
 fn control(tag: u8, count: u16, topics: &[Topic]) -> Bytes {
     let topics: Vec<[u8; 32]> = topics.iter().map(|topic| *topic.as_bytes()).collect();
-    messages_support::ephemeral_control_wire(tag, count, &topics).into()
+    bijou_test_support::messages::ephemeral_control_wire(tag, count, &topics).into()
 }
 
 fn with_bad_signature(bytes: &Bytes) -> Bytes {

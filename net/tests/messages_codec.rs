@@ -3,16 +3,14 @@
 //! frame is an `Err` item and the stream continues; a framing error ends
 //! the stream; an unencodable message writes nothing.
 
-#[path = "../../proto/tests/messages_support/mod.rs"]
-mod messages_support;
-
 use bijou_codec::{Wire, WriteError};
 use bijou_net::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
 use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_net::{FrameCodec, FrameError, MessageCodec, MessageFrame, SendError};
+use bijou_test_support::messages::*;
+use bijou_test_support::strategy::*;
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
-use messages_support::*;
 use proptest::prelude::*;
 use tokio_util::codec::{Decoder, Encoder, Framed};
 

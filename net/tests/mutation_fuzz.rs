@@ -12,7 +12,7 @@
 //! inputs, and count or length fields (u8/u16/u32 counts, bijou64 blob
 //! sizes and lengths, `TotalSize`, frame prefixes) set to extremes.
 //!
-//! What must hold (the oracles are in `fuzz_support/checks.rs`, shared
+//! What must hold (the oracles are `bijou_test_support::checks`, shared
 //! with the regression replay and the cargo-fuzz targets):
 //!
 //! - no panic;
@@ -28,8 +28,6 @@
 //! that the mutants get deep: enough are accepted or rejected beyond the
 //! envelope, so the assertions above cannot pass vacuously.
 
-mod fuzz_support;
-
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -38,12 +36,12 @@ use bijou_net::message::{
 };
 use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_net::DEFAULT_MAX_FRAME_LENGTH;
-use bytes::Bytes;
-use fuzz_support::checks::{self, Depth};
-use fuzz_support::{
-    corpus, fix_total_size, keys, mutate_some, resigned_mutant, set_prefix, stream, Kind, Rng,
-    SignedKind, Specimen,
+use bijou_test_support::checks::{self, Depth};
+use bijou_test_support::fuzz::{
+    corpus, keys, mutate_some, resigned_mutant, set_prefix, stream, Kind, Rng, SignedKind, Specimen,
 };
+use bijou_test_support::messages::fix_total_size;
+use bytes::Bytes;
 
 /// The seed of the whole run.
 const SEED: u64 = 0xB17E_F4A3_2026_0005;

@@ -1,5 +1,5 @@
 //! Replays the regression inputs in `tests/data/regressions/` through the
-//! decoders, with the fuzz oracles (`fuzz_support/checks.rs`, the same
+//! decoders, with the fuzz oracles (`bijou_test_support::checks`, the same
 //! checks as the mutation fuzz and the cargo-fuzz targets): no panic, and
 //! every accepted input re-encodes to exactly the same bytes.
 //!
@@ -28,8 +28,6 @@
 //! The seed cases were written by `write_seed_cases` below (ignored; run
 //! it with `--ignored` to write them again).
 
-mod fuzz_support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +42,9 @@ use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_net::DEFAULT_MAX_FRAME_LENGTH;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, Identity, PeerId, Signed, SIGNATURE_LEN};
-use fuzz_support::checks::{self, Depth};
+use bijou_test_support::checks::{self, Depth};
+use bijou_test_support::fuzz;
+use bijou_test_support::messages::fix_total_size;
 
 /// The targets, as file name prefixes.
 const TARGETS: [&str; 8] = [
@@ -209,7 +209,7 @@ fn every_regression_input_replays_cleanly() {
 // ---- the seed cases -------------------------------------------------------
 
 fn key() -> SigningKey {
-    fuzz_support::keys().swap_remove(0)
+    fuzz::keys().swap_remove(0)
 }
 
 fn tree() -> SedimentreeId {
@@ -339,7 +339,7 @@ fn with_commit(msg: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let mut out = msg[..ITEM_AT].to_vec();
     out.extend_from_slice(&resign(item));
     out.extend_from_slice(&msg[ITEM_AT + len..]);
-    fuzz_support::fix_total_size(&mut out);
+    fix_total_size(&mut out);
     out
 }
 
@@ -349,7 +349,7 @@ fn edited(mut bytes: Vec<u8>, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 }
 
 fn framed<P: LengthPrefix>(payloads: &[Vec<u8>]) -> Vec<u8> {
-    fuzz_support::stream::<P>(payloads).bytes
+    fuzz::stream::<P>(payloads).bytes
 }
 
 fn three_messages() -> Vec<Vec<u8>> {
@@ -413,14 +413,14 @@ fn seed_cases() -> Vec<(&'static str, Vec<u8>)> {
             "sum-invalid-blob-len-tier8-overflow",
             edited(commit.clone(), |b| {
                 b.splice(blob_len_at..blob_len_at + 1, [0xFF; 9]);
-                fuzz_support::fix_total_size(b);
+                fix_total_size(b);
             }),
         ),
         (
             "sum-invalid-blob-len-u64-max",
             edited(commit.clone(), |b| {
                 b.splice(blob_len_at..blob_len_at + 1, bijou(u64::MAX));
-                fuzz_support::fix_total_size(b);
+                fix_total_size(b);
             }),
         ),
         (
@@ -440,7 +440,7 @@ fn seed_cases() -> Vec<(&'static str, Vec<u8>)> {
             "sum-invalid-truncated-signature",
             edited(commit.clone(), |b| {
                 b.truncate(blob_len_at - 10);
-                fuzz_support::fix_total_size(b);
+                fix_total_size(b);
             }),
         ),
         (

@@ -50,9 +50,9 @@
 //!   paced by the connection's [`VerifyBudget`](crate::VerifyBudget).
 //!
 //! ```
-//! use bijou_proto::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSession};
-//! use bijou_proto::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
-//! use bijou_signing::ed25519_dalek::SigningKey;
+//! use bijou_frame::proto::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSession};
+//! use bijou_frame::proto::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
+//! use bijou_frame::signing::ed25519_dalek::SigningKey;
 //!
 //! let now = 1_700_000_000; // unix seconds: the caller reads its clock
 //! let mut session = EphemeralSession::new(EphemeralConfig::default());
@@ -93,7 +93,7 @@ pub const DEFAULT_MAX_REMOTE_TOPICS: usize = 1024;
 /// The limits of a connection's ephemeral messaging.
 ///
 /// ```
-/// use bijou_proto::ephemeral::EphemeralConfig;
+/// use bijou_frame::proto::ephemeral::EphemeralConfig;
 /// use std::time::Duration;
 ///
 /// let config = EphemeralConfig::default();

@@ -134,8 +134,8 @@
 //! more for an unsharded one.
 //!
 //! ```
-//! use bijou_proto::nonce_cache::{NonceCache, NonceCheck};
-//! use bijou_signing::PeerId;
+//! use bijou_frame::proto::nonce_cache::{NonceCache, NonceCheck};
+//! use bijou_frame::signing::PeerId;
 //! use std::time::Duration;
 //!
 //! let peer = PeerId::from_bytes([1; 32]);
@@ -159,8 +159,8 @@
 //! one in an `Arc`):
 //!
 //! ```
-//! use bijou_proto::nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
-//! use bijou_signing::PeerId;
+//! use bijou_frame::proto::nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
+//! use bijou_frame::signing::PeerId;
 //! use std::{sync::Arc, time::Duration};
 //!
 //! let cache = Arc::new(NonceCache::new(Duration::from_secs(600), DEFAULT_NONCE_CAPACITY));

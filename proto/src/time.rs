@@ -18,7 +18,7 @@
 //! ```
 //!
 //! ```
-//! use bijou_proto::time::{Clock, TimeProvider};
+//! use bijou_frame::proto::time::{Clock, TimeProvider};
 //! use std::time::Instant;
 //!
 //! // A provider of your own: a simulated clock, a clock with an offset, ...
@@ -107,7 +107,7 @@ impl<F: Fn() -> u64 + Send + Sync> TimeProvider for FnClock<F> {
 /// parallel).
 ///
 /// ```
-/// use bijou_proto::time::Clock;
+/// use bijou_frame::proto::time::Clock;
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
 ///

@@ -32,7 +32,7 @@
 //! connection that sent it.
 //!
 //! ```
-//! use bijou_proto::VerifyBudget;
+//! use bijou_frame::proto::VerifyBudget;
 //! let budget = VerifyBudget::new(1_000, 2_000);
 //! assert_eq!(budget.per_second(), 1_000);
 //! assert_eq!(VerifyBudget::DEFAULT.per_second(), 8_192);
@@ -135,7 +135,7 @@ impl Bucket {
     /// `min(n, burst)` tokens), or says when they will fit.
     ///
     /// ```
-    /// use bijou_proto::verify_budget::{Bucket, VerifyBudget};
+    /// use bijou_frame::proto::verify_budget::{Bucket, VerifyBudget};
     /// use std::time::{Duration, Instant};
     ///
     /// let mut bucket = Bucket::new(VerifyBudget::new(100, 10));

@@ -24,8 +24,7 @@ use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-mod messages_support;
-use messages_support::ephemeral_control;
+use bijou_test_support::messages::ephemeral_control;
 
 /// Where the fields of a signed message start: schema, tag, issuer.
 const FIELDS_AT: usize = 4 + 1 + 32;

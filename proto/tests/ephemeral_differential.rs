@@ -49,8 +49,7 @@ use subduction_ephemeral::message::{
 };
 use subduction_ephemeral::topic::Topic as TTopic;
 
-mod messages_support;
-use messages_support::ephemeral_control;
+use bijou_test_support::messages::ephemeral_control;
 
 /// Payload sizes for the agreement tests: a one-byte `PayloadLen` (0, 1,
 /// 64) and multi-byte ones (4096, and 65,537: more than 64 KiB).

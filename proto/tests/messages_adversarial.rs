@@ -9,8 +9,6 @@
 //! lengths): each fails if its check is removed from the decoder or
 //! encoder.
 
-mod messages_support;
-
 use bijou_codec::{ReadError, Wire, WriteError};
 use bijou_proto::message::{
     BlobMessage, CommitId, DataRequestRejected, EphemeralMessage, Fingerprint, FingerprintSeed,
@@ -18,8 +16,9 @@ use bijou_proto::message::{
     SignedItem, SyncDiff, SyncMessage, SyncResult, VerifyItemError,
 };
 use bijou_signing::{Blob, DecodeError, SealError, Signed, VerifyError};
+use bijou_test_support::messages::*;
+use bijou_test_support::strategy::*;
 use bytes::Bytes;
-use messages_support::*;
 use proptest::prelude::*;
 
 fn decode(bytes: &[u8]) -> Result<Message, MessageError> {
@@ -747,4 +746,5 @@ fn a_signed_item_whose_blob_is_not_its_own_still_decodes_but_does_not_verify() {
 
 // Structure-aware mutation fuzzing (valid messages of every kind, mutated
 // with knowledge of their layouts, 208,000 inputs per run) lives in
-// `mutation_fuzz.rs`, with its support in `fuzz_support/`.
+// `net/tests/mutation_fuzz.rs`, with its support in the test-support
+// crate (`bijou_test_support::fuzz` and `checks`).

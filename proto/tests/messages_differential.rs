@@ -20,17 +20,16 @@
 //! The `theirs_accept_ours_reject_*` tests show each place where we
 //! deliberately reject input they accept, with the reason in the name.
 
-mod messages_support;
-
 use std::collections::BTreeSet;
 
 use bijou_codec::{ReadError, Wire, WriteError};
 use bijou_proto::message as ours;
 use bijou_proto::message::{HandshakeMessage, Message, MessageError, SyncMessage};
 use bijou_signing::{ed25519_dalek, Identity as _, Payload as _};
+use bijou_test_support::messages::*;
+use bijou_test_support::strategy::*;
 use bytes::Bytes;
 use ed25519_dalek::Signer as _;
-use messages_support::*;
 use proptest::prelude::*;
 
 use sedimentree_core::blob::{Blob as TBlob, BlobMeta as TBlobMeta};

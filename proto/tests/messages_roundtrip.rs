@@ -2,14 +2,13 @@
 //! accepted `b`, `encode(decode(b)) == b`. Signed items and blobs are
 //! zero-copy slices of the received frame.
 
-mod messages_support;
-
 use bijou_codec::Wire;
 use bijou_proto::message::{
     Fragment, HandshakeMessage, LooseCommit, Message, RemoteHeads, SyncMessage, SyncResult,
 };
 use bijou_signing::{Payload, Signed};
-use messages_support::*;
+use bijou_test_support::messages::*;
+use bijou_test_support::strategy::*;
 use proptest::prelude::*;
 
 fn cases(n: u32) -> ProptestConfig {

@@ -78,8 +78,8 @@ pub struct Item<'a> {
 /// in the [module docs](self).
 ///
 /// ```
-/// # use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
-/// # use bijou_signing::{verify_batch, Payload, Signed, VerifyError};
+/// # use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+/// # use bijou_frame::signing::{verify_batch, Payload, Signed, VerifyError};
 /// # use ed25519_dalek::SigningKey;
 /// # #[derive(Debug, Clone, PartialEq)]
 /// # struct Byte(u8);
@@ -163,7 +163,7 @@ pub fn verify_batch_refs<T: Payload>(
 /// # Example
 ///
 /// ```
-/// use bijou_signing::batch::{verify_items, Item};
+/// use bijou_frame::signing::batch::{verify_items, Item};
 /// use ed25519_dalek::{Signer, SigningKey};
 ///
 /// let key = SigningKey::from_bytes(&[1; 32]);

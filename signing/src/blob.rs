@@ -11,7 +11,7 @@
 //! ```
 //!
 //! ```
-//! use bijou_signing::{Blob, BlobMeta, BlobMismatch};
+//! use bijou_frame::signing::{Blob, BlobMeta, BlobMismatch};
 //!
 //! let blob = Blob::from_static(b"chunk");
 //! let meta = blob.meta();

@@ -15,7 +15,7 @@
 //! same 32 bytes on the wire.
 //!
 //! ```compile_fail
-//! use bijou_signing::{Blob, Digest};
+//! use bijou_frame::signing::{Blob, Digest};
 //! struct Commit;
 //! let blob_id: Digest<Blob> = Blob::from_static(b"hi").digest();
 //! let commit_id: Digest<Commit> = blob_id; // different types
@@ -32,14 +32,14 @@ pub const DIGEST_LEN: usize = 32;
 /// A BLAKE3 digest of a `T`; see the [module docs](self).
 ///
 /// ```
-/// use bijou_signing::{Blob, Digest};
+/// use bijou_frame::signing::{Blob, Digest};
 ///
 /// let blob = Blob::from_static(b"hello");
 /// let id: Digest<Blob> = blob.digest();
 /// assert_eq!(id.as_bytes(), blake3::hash(b"hello").as_bytes());
 /// assert_eq!(Digest::<Blob>::from_bytes(*id.as_bytes()), id);
 /// assert_eq!(id.to_string().parse::<Digest<Blob>>()?, id); // lower-case hex
-/// # Ok::<(), bijou_signing::hex::ParseHexError>(())
+/// # Ok::<(), bijou_frame::signing::hex::ParseHexError>(())
 /// ```
 pub struct Digest<T: ?Sized> {
     bytes: [u8; DIGEST_LEN],

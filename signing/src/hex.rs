@@ -2,7 +2,7 @@
 //! parsing for `FromStr`, and the optional `serde` form.
 //!
 //! ```
-//! use bijou_signing::hex::{parse, ParseHexError};
+//! use bijou_frame::signing::hex::{parse, ParseHexError};
 //!
 //! assert_eq!(parse::<2>("0aff"), Ok([0x0a, 0xff]));
 //! assert_eq!(parse::<2>("0AFF"), Err(ParseHexError::InvalidDigit { index: 1, found: 'A' }));

@@ -8,7 +8,7 @@
 //! key also has): both can be imported together and called unambiguously.
 //!
 //! ```
-//! use bijou_signing::Identity;
+//! use bijou_frame::signing::Identity;
 //! use ed25519_dalek::{Signer, SigningKey, Verifier};
 //!
 //! let key = SigningKey::from_bytes(&[1; 32]);

@@ -8,8 +8,8 @@
 //! ```
 //!
 //! ```
-//! use bijou_signing::key_file::{generate, read_key_file, write_key_file};
-//! use bijou_signing::Identity;
+//! use bijou_frame::signing::key_file::{generate, read_key_file, write_key_file};
+//! use bijou_frame::signing::Identity;
 //!
 //! let key = generate()?;
 //! let path = std::env::temp_dir().join(format!("bijou-doc-{}.key", key.peer_id()));

@@ -28,6 +28,8 @@
 //! - [`Digest<T>`]: typed BLAKE3 digest; [`Blob`], [`BlobMeta`],
 //!   [`VerifiedBlob`]: content-addressed bytes and the check against
 //!   announced metadata.
+//! - [`BlobStatement`]: a standalone signed statement about one blob
+//!   (digest and size), the type behind `bijou blob sign`.
 //! - [`Payload`]: what a signable type provides: its fields as a
 //!   [`bijou_codec::Wire`] type, plus a [`Schema`] and discriminant.
 //! - [`Signed<T>`]: the wire form, keeping the received bytes (zero-copy)
@@ -44,8 +46,8 @@
 //! - [`strict`]: the verification rules on raw triples.
 //!
 //! ```
-//! use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
-//! use bijou_signing::{Payload, Signed, VerifyError};
+//! use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+//! use bijou_frame::signing::{Payload, Signed, VerifyError};
 //! use bytes::BufMut;
 //! use ed25519_dalek::SigningKey;
 //!
@@ -97,6 +99,7 @@ extern crate std;
 
 pub mod batch;
 pub mod blob;
+pub mod blob_statement;
 pub mod digest;
 pub mod error;
 pub mod hex;
@@ -111,6 +114,7 @@ pub mod verified;
 
 pub use batch::{verify_batch, verify_batch_refs};
 pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};
+pub use blob_statement::BlobStatement;
 pub use digest::{Digest, DIGEST_LEN};
 pub use error::{BlobMismatch, DecodeError, SealError, VerifyError};
 pub use identity::Identity;

@@ -26,8 +26,8 @@
 //!   [`Reader::ascending_arrays`](bijou_codec::Reader::ascending_arrays)).
 //!
 //! ```
-//! use bijou_codec::{count, Reader, ReadError, Wire, WriteError, Writer};
-//! use bijou_signing::Payload;
+//! use bijou_frame::codec::{count, Reader, ReadError, Wire, WriteError, Writer};
+//! use bijou_frame::signing::Payload;
 //! use bytes::BufMut;
 //!
 //! /// `Count u8 | Items N×8 (strictly ascending)`.
@@ -107,7 +107,7 @@ pub(crate) const fn header_len<T: Payload>() -> usize {
 /// A 4-byte schema header, shown as text and hex: `"STC\0" (53 54 43 00)`.
 ///
 /// ```
-/// use bijou_signing::Schema;
+/// use bijou_frame::signing::Schema;
 /// assert_eq!(Schema(*b"BRF\0").to_string(), r#""BRF\0" (42 52 46 00)"#);
 /// assert_eq!(format!("{:?}", Schema([0xff, b'a', b'"', 7])), r#"Schema("\xffa\"\x07" (ff 61 22 07))"#);
 /// ```

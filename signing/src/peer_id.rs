@@ -17,7 +17,7 @@ use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
 /// A peer's identity: its 32-byte Ed25519 verifying key.
 ///
 /// ```
-/// use bijou_signing::{Identity, PeerId};
+/// use bijou_frame::signing::{Identity, PeerId};
 /// use ed25519_dalek::SigningKey;
 ///
 /// let key = SigningKey::from_bytes(&[7; 32]);

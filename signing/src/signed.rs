@@ -20,7 +20,7 @@
 //! built from this same decode.
 //!
 //! ```compile_fail
-//! # fn f<T: bijou_signing::Payload>(signed: bijou_signing::Signed<T>) {
+//! # fn f<T: bijou_frame::signing::Payload>(signed: bijou_frame::signing::Signed<T>) {
 //! let payload = signed.payload(); // no such method: verify first
 //! # }
 //! ```
@@ -58,8 +58,8 @@ use crate::{
 /// A signed `T` in wire form; see the [module docs](self).
 ///
 /// ```
-/// use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
-/// use bijou_signing::{Payload, Signed};
+/// use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+/// use bijou_frame::signing::{Payload, Signed};
 /// use bytes::{BufMut, Bytes};
 /// use ed25519_dalek::SigningKey;
 ///

@@ -112,7 +112,7 @@ fn less_than(a: &[u8; 32], b: &[u8; 32]) -> bool {
 /// Whether `s` is a canonical scalar, `s < L`.
 ///
 /// ```
-/// use bijou_signing::strict::{is_canonical_scalar, GROUP_ORDER};
+/// use bijou_frame::signing::strict::{is_canonical_scalar, GROUP_ORDER};
 /// let mut below = GROUP_ORDER;
 /// below[0] -= 1;
 /// assert!(is_canonical_scalar(&below));
@@ -129,7 +129,7 @@ pub fn is_canonical_scalar(s: &[u8; 32]) -> bool {
 /// It does not check that a point with this `y` exists.
 ///
 /// ```
-/// use bijou_signing::strict::{is_canonical_point, FIELD_PRIME};
+/// use bijou_frame::signing::strict::{is_canonical_point, FIELD_PRIME};
 /// assert!(is_canonical_point(&[0; 32]));
 /// assert!(!is_canonical_point(&FIELD_PRIME)); // y = p, i.e. y = 0 again
 /// let mut minus_identity = [0; 32];
@@ -200,7 +200,7 @@ pub(crate) fn verify_prechecked(
 /// docs](self).
 ///
 /// ```
-/// use bijou_signing::{strict, VerifyError};
+/// use bijou_frame::signing::{strict, VerifyError};
 /// use ed25519_dalek::{Signer, SigningKey};
 ///
 /// let key = SigningKey::from_bytes(&[3; 32]);

@@ -12,8 +12,8 @@
 //! check ran and passed.
 //!
 //! ```compile_fail
-//! # fn f<T: bijou_signing::Payload>(signed: bijou_signing::Signed<T>, payload: T) {
-//! let forged = bijou_signing::Verified::new(signed, payload); // private
+//! # fn f<T: bijou_frame::signing::Payload>(signed: bijou_frame::signing::Signed<T>, payload: T) {
+//! let forged = bijou_frame::signing::Verified::new(signed, payload); // private
 //! # }
 //! ```
 
@@ -92,8 +92,8 @@ impl<T: Payload> Verified<T> {
     /// Subduction: the same content signed by two issuers has one digest.
     ///
     /// ```
-    /// # use bijou_codec::{Reader, ReadError, Wire, WriteError, Writer};
-    /// # use bijou_signing::{Payload, Signed};
+    /// # use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+    /// # use bijou_frame::signing::{Payload, Signed};
     /// # use ed25519_dalek::SigningKey;
     /// # #[derive(Clone)]
     /// # struct Byte(u8);

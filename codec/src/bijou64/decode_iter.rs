@@ -20,11 +20,11 @@ use super::{
 ///
 /// ```
 /// let bytes = [0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0];
-/// let values: Result<Vec<u64>, _> = bijou_codec::bijou64::decode_iter(&bytes).collect();
+/// let values: Result<Vec<u64>, _> = bijou_frame::codec::bijou64::decode_iter(&bytes).collect();
 /// assert_eq!(values, Ok(vec![1, 300, 1000]));
 ///
 /// // Internal iteration is the fast path.
-/// let sum = bijou_codec::bijou64::decode_iter(&bytes)
+/// let sum = bijou_frame::codec::bijou64::decode_iter(&bytes)
 ///     .try_fold(0u64, |sum, value| value.map(|v| sum + v));
 /// assert_eq!(sum, Ok(1301));
 /// ```

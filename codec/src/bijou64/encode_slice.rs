@@ -57,7 +57,7 @@ const RUN_GROUP: usize = 4;
 ///
 /// ```
 /// let mut out = [0u8; 32];
-/// let n = bijou_codec::bijou64::encode_slice(&[1, 300, 1000], &mut out).unwrap();
+/// let n = bijou_frame::codec::bijou64::encode_slice(&[1, 300, 1000], &mut out).unwrap();
 /// assert_eq!(&out[..n], &[0x01, 0xF8, 0x34, 0xF9, 0x01, 0xF0]);
 /// ```
 pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSmall> {

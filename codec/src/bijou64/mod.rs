@@ -37,7 +37,7 @@
 //! # Example
 //!
 //! ```
-//! use bijou_codec::bijou64;
+//! use bijou_frame::codec::bijou64;
 //!
 //! let mut buf = Vec::new();
 //! bijou64::encode_to_vec(300, &mut buf);
@@ -155,7 +155,7 @@ const fn tier(value: u64) -> usize {
 /// Length in bytes (1..=9) of the encoding of `value`.
 ///
 /// ```
-/// use bijou_codec::bijou64::encoded_len;
+/// use bijou_frame::codec::bijou64::encoded_len;
 /// assert_eq!(encoded_len(247), 1);
 /// assert_eq!(encoded_len(248), 2);
 /// assert_eq!(encoded_len(u64::MAX), 9);
@@ -170,7 +170,7 @@ pub const fn encoded_len(value: u64) -> usize {
 /// branches: this is what a streaming decoder needs to know how long to wait.
 ///
 /// ```
-/// use bijou_codec::bijou64::len_from_first_byte;
+/// use bijou_frame::codec::bijou64::len_from_first_byte;
 /// assert_eq!(len_from_first_byte(0x2A), 1);
 /// assert_eq!(len_from_first_byte(0xF8), 2);
 /// assert_eq!(len_from_first_byte(0xFF), 9);
@@ -193,7 +193,7 @@ const fn tag_of_len(len: usize) -> u8 {
 /// unspecified. This is the building block of every other encoder here.
 ///
 /// ```
-/// let (bytes, len) = bijou_codec::bijou64::encode_array(1000);
+/// let (bytes, len) = bijou_frame::codec::bijou64::encode_array(1000);
 /// assert_eq!(&bytes[..len], &[0xF9, 0x01, 0xF0]);
 /// ```
 #[inline]
@@ -241,9 +241,9 @@ const fn put_window(value: u64, window: &mut [u8; MAX_LEN]) -> usize {
 ///
 /// ```
 /// let mut out = [0u8; 4];
-/// assert_eq!(bijou_codec::bijou64::encode_to_slice(300, &mut out), Ok(2));
+/// assert_eq!(bijou_frame::codec::bijou64::encode_to_slice(300, &mut out), Ok(2));
 /// assert_eq!(out, [0xF8, 0x34, 0, 0]);
-/// assert!(bijou_codec::bijou64::encode_to_slice(u64::MAX, &mut out).is_err());
+/// assert!(bijou_frame::codec::bijou64::encode_to_slice(u64::MAX, &mut out).is_err());
 /// ```
 #[inline]
 pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
@@ -254,7 +254,7 @@ pub fn encode_to_slice(value: u64, out: &mut [u8]) -> Result<usize, BufferTooSma
 ///
 /// ```
 /// let mut out = vec![0xAA];
-/// bijou_codec::bijou64::encode_to_vec(504, &mut out);
+/// bijou_frame::codec::bijou64::encode_to_vec(504, &mut out);
 /// assert_eq!(out, [0xAA, 0xF9, 0x00, 0x00]);
 /// ```
 #[inline]
@@ -272,7 +272,7 @@ pub fn encode_to_vec(value: u64, out: &mut alloc::vec::Vec<u8>) {
 ///
 /// ```
 /// let mut out = bytes::BytesMut::new();
-/// bijou_codec::bijou64::encode(67_000, &mut out);
+/// bijou_frame::codec::bijou64::encode(67_000, &mut out);
 /// assert_eq!(&out[..], &[0xFA, 0x00, 0x03, 0xC0]);
 /// ```
 #[inline]
@@ -285,26 +285,33 @@ mod encode_slice;
 #[cfg(feature = "bulk")]
 pub use encode_slice::encode_slice;
 
-/// Completes a decode once the tag and the (up to) eight bytes after it are
-/// known. `window` holds those bytes left-aligned, big-endian; bytes past the
-/// encoding are ignored. Straight-line code: the tier is a saturating
-/// subtraction, the value a select, and the only branch is the overflow
-/// check that honest input never takes. The bulk decoder uses it where the
-/// tiers do not repeat; the single-value [`decode`] branches on the tag
-/// instead (see there).
+/// Completes the decode of a multi-byte value (`tag` is `0xF8..=0xFF`; the
+/// caller has returned the one-byte values) once the eight bytes after the
+/// tag are known. `window` holds them big-endian; bytes past the encoding
+/// are ignored. Straight-line code: the tier and the length are the tag
+/// minus a constant, the payload one shift, and the only branch is the
+/// overflow check that honest input never takes. The bulk decoder uses it
+/// where the tiers do not repeat; the single-value [`decode`] branches on
+/// the tag instead (see there).
+///
+/// The next value starts at `pos + len`, and `len` waits for the tag's
+/// load: that chain is this decoder's speed. `len` is `tag - 0xF6`, one
+/// addition after the load; it used to be a saturating subtraction (for
+/// the one-byte tags the caller had already returned) plus one, three
+/// steps.
 #[cfg(feature = "bulk")]
 #[inline(always)]
 fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
-    let tier = tag.saturating_sub(FIRST_MULTI_BYTE_TAG - 1) as usize; // 0..=8
-    let payload = window
-        .checked_shr(8 * (8 - tier as u32))
-        .unwrap_or_default();
-    let (sum, overflow) = OFFSETS_BY_NIBBLE[tier & 15].overflowing_add(payload);
+    let tier = u32::from(tag) - u32::from(FIRST_MULTI_BYTE_TAG - 1); // 1..=8
+    let payload = window >> (8 * (8 - tier));
+    let (value, overflow) = OFFSETS_BY_NIBBLE[(tier & 15) as usize].overflowing_add(payload);
     if overflow {
         return Err(DecodeError::Overflow);
     }
-    let value = if tier == 0 { u64::from(tag) } else { sum };
-    Ok((value, tier + 1))
+    Ok((
+        value,
+        usize::from(tag) - usize::from(FIRST_MULTI_BYTE_TAG - 2),
+    ))
 }
 
 /// Decodes one value from the front of `buf`, returning it and the number of
@@ -317,7 +324,7 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 /// [`DecodeError::Overflow`] for a tier-8 payload past `u64::MAX`.
 ///
 /// ```
-/// use bijou_codec::bijou64::{decode, DecodeError};
+/// use bijou_frame::codec::bijou64::{decode, DecodeError};
 /// assert_eq!(decode(&[0xF8, 0x34, 0xEE]), Ok((300, 2)));
 /// assert_eq!(decode(&[]), Err(DecodeError::Incomplete { needed: 1 }));
 /// assert_eq!(decode(&[0xFF; 9]), Err(DecodeError::Overflow));
@@ -328,11 +335,19 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 // value can start (about 2 ns a value whatever the input). Here it is a
 // constant in each arm of a `match` on the tag, so when the branch
 // predictor knows the tier (most fields carry values of one size) the next
-// value starts before this one is loaded. One bounds check covers the
-// whole 9-byte window; each arm then reads its payload with one load and
-// a constant shift or mask, and tier 8, the `match`'s default arm, checks
-// the overflow. Fewer than 9 bytes left (only near the end of the input)
-// go to `decode_short`.
+// value starts before this one is loaded.
+//
+// One bounds check covers the whole 9-byte window; each arm then reads its
+// payload with one load (of 1, 2, 4 or 8 bytes) and at most one constant
+// shift or mask. The arms hand out their offset, payload and length, and
+// one checked addition after the `match` makes the value: the compiler
+// copies that addition into every arm, where it is a single add whose
+// carry flag is the overflow test (only tier 8 can carry). An overflow
+// test written inside the tier-8 arm against the constant `u64::MAX -
+// OFFSETS[8]` compiled to a compare with a second 64-bit constant, which
+// in a caller's loop short of registers costs two more instructions a
+// value (about 1.2x bijoux on the tier-8 distributions). Fewer than 9
+// bytes left (only near the end of the input) go to `decode_short`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     if let Some(&tag) = buf.first() {
@@ -374,26 +389,28 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
             chunk[at + 7],
         ])
     };
-    // Each arm loads its own payload, one load of 1, 2, 4 or 8 bytes (a
-    // load shared by all arms would be made before the jump and copied
-    // after it). Every sum is below the next tier's offset, so only tier 8
-    // can overflow.
-    match chunk[0] {
-        0xF8 => Ok((OFFSETS[1] + u64::from(chunk[1]), 2)),
-        0xF9 => Ok((
-            OFFSETS[2] + u64::from(u16::from_be_bytes([chunk[1], chunk[2]])),
+    // Each arm loads its own payload (a load shared by all arms would be
+    // made before the jump and copied after it).
+    let (offset, payload, len) = match chunk[0] {
+        0xF8 => (OFFSETS[1], u64::from(chunk[1]), 2),
+        0xF9 => (
+            OFFSETS[2],
+            u64::from(u16::from_be_bytes([chunk[1], chunk[2]])),
             3,
-        )),
-        0xFA => Ok((OFFSETS[3] + (be4(0) & 0xFF_FFFF), 4)),
-        0xFB => Ok((OFFSETS[4] + be4(1), 5)),
-        0xFC => Ok((OFFSETS[5] + (be8(1) >> 24), 6)),
-        0xFD => Ok((OFFSETS[6] + (be8(1) >> 16), 7)),
-        0xFE => Ok((OFFSETS[7] + (be8(0) & 0x00FF_FFFF_FFFF_FFFF), 8)),
+        ),
+        0xFA => (OFFSETS[3], be4(1) >> 8, 4),
+        0xFB => (OFFSETS[4], be4(1), 5),
+        0xFC => (OFFSETS[5], be8(1) >> 24, 6),
+        0xFD => (OFFSETS[6], be8(1) >> 16, 7),
+        0xFE => (OFFSETS[7], be8(1) >> 8, 8),
         // 0xFF (the one-byte tags returned above).
-        _ => match be8(1).overflowing_add(OFFSETS[8]) {
-            (value, false) => Ok((value, MAX_LEN)),
-            (_, true) => Err(DecodeError::Overflow),
-        },
+        _ => (OFFSETS[8], be8(1), MAX_LEN),
+    };
+    // Every tier below 8 stays under the next tier's offset; tier 8
+    // overflows past `u64::MAX` for payloads above `u64::MAX - OFFSETS[8]`.
+    match offset.checked_add(payload) {
+        Some(value) => Ok((value, len)),
+        None => Err(DecodeError::Overflow),
     }
 }
 
@@ -433,7 +450,7 @@ fn decode_short(buf: &[u8]) -> (u64, usize) {
 /// As [`decode`], plus [`ExactError::Trailing`] if bytes are left over.
 ///
 /// ```
-/// use bijou_codec::bijou64::{decode_exact, ExactError};
+/// use bijou_frame::codec::bijou64::{decode_exact, ExactError};
 /// assert_eq!(decode_exact(&[0x2A]), Ok(42));
 /// assert_eq!(decode_exact(&[0x2A, 0x00]), Err(ExactError::Trailing { used: 1, len: 2 }));
 /// ```

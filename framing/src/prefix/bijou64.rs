@@ -23,7 +23,7 @@ use super::{sealed, LengthPrefix, PrefixError, MAX_PREFIX_LEN};
 /// ```
 ///
 /// ```
-/// use bijou_framing::prefix::{Bijou64, LengthPrefix};
+/// use bijou_frame::framing::prefix::{Bijou64, LengthPrefix};
 /// let (bytes, n) = Bijou64::encode(1000).unwrap();
 /// assert_eq!(&bytes[..n], &[0xF9, 0x01, 0xF0]);
 /// assert_eq!(Bijou64::decode(&bytes[..n]), Ok((1000, 3)));
@@ -35,6 +35,7 @@ impl sealed::Sealed for Bijou64 {}
 
 impl LengthPrefix for Bijou64 {
     const NAME: &'static str = "bijou64";
+    const KIND: super::PrefixKind = super::PrefixKind::Bijou64;
     const MAX_LEN: usize = bijou64::MAX_LEN;
     const MAX_VALUE: u64 = u64::MAX;
 

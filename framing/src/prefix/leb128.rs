@@ -19,7 +19,7 @@ use super::{sealed, LengthPrefix, PrefixError, MAX_PREFIX_LEN};
 /// ```
 ///
 /// ```
-/// use bijou_framing::prefix::{Leb128, LengthPrefix, PrefixError};
+/// use bijou_frame::framing::prefix::{Leb128, LengthPrefix, PrefixError};
 /// assert_eq!(Leb128::decode(&[0xE8, 0x07]), Ok((1000, 2)));
 /// assert_eq!(Leb128::decode(&[0xE8, 0x87, 0x00]), Err(PrefixError::NonCanonical { prefix_len: 3 }));
 /// ```
@@ -30,6 +30,7 @@ impl sealed::Sealed for Leb128 {}
 
 impl LengthPrefix for Leb128 {
     const NAME: &'static str = "leb128";
+    const KIND: super::PrefixKind = super::PrefixKind::Leb128;
     const MAX_LEN: usize = leb128::MAX_LEN;
     const MAX_VALUE: u64 = u64::MAX;
 

@@ -20,11 +20,13 @@
 //! | [`Leb128`]    | 1..=10 | the last byte     | canonical: overlong forms are rejected |
 //! | [`U32Be`]     | 4      | always 4          | Subduction's QUIC framing              |
 //!
+//! [`PrefixKind`] names one of them at run time (a flag, a capture).
+//!
 //! The trait is sealed: the codec's guarantees (canonical prefixes, exact
 //! error reporting) rest on these three implementations.
 //!
 //! ```
-//! use bijou_framing::prefix::{Bijou64, LengthPrefix, Leb128, PrefixError, U32Be};
+//! use bijou_frame::framing::prefix::{Bijou64, LengthPrefix, Leb128, PrefixError, U32Be};
 //!
 //! assert_eq!(Bijou64::decode(&[0xF8, 0x34, 0xAA]), Ok((300, 2)));
 //! assert_eq!(Leb128::decode(&[0xAC, 0x02]), Ok((300, 2)));
@@ -35,10 +37,12 @@
 use core::fmt::Debug;
 
 mod bijou64;
+mod kind;
 mod leb128;
 mod u32_be;
 
 pub use self::bijou64::Bijou64;
+pub use self::kind::{PrefixKind, UnknownPrefix};
 pub use self::leb128::Leb128;
 pub use self::u32_be::U32Be;
 
@@ -48,7 +52,7 @@ pub const MAX_PREFIX_LEN: usize = 10;
 /// Why bytes at the front of a buffer are not (yet) a length prefix.
 ///
 /// ```
-/// use bijou_framing::prefix::{LengthPrefix, Leb128, PrefixError};
+/// use bijou_frame::framing::prefix::{LengthPrefix, Leb128, PrefixError};
 /// assert_eq!(Leb128::decode(&[0x80, 0x00]), Err(PrefixError::NonCanonical { prefix_len: 2 }));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -89,6 +93,9 @@ pub trait LengthPrefix:
     /// A short name for messages (`"bijou64"`, `"leb128"`, `"u32-be"`).
     const NAME: &'static str;
 
+    /// This prefix as a run-time value.
+    const KIND: PrefixKind;
+
     /// The longest prefix this encoding writes, in bytes.
     const MAX_LEN: usize;
 
@@ -99,7 +106,7 @@ pub trait LengthPrefix:
     /// [`LengthPrefix::MAX_VALUE`].
     ///
     /// ```
-    /// use bijou_framing::prefix::{Bijou64, LengthPrefix, U32Be};
+    /// use bijou_frame::framing::prefix::{Bijou64, LengthPrefix, U32Be};
     /// assert_eq!(Bijou64::encoded_len(247), Some(1));
     /// assert_eq!(Bijou64::encoded_len(248), Some(2));
     /// assert_eq!(U32Be::encoded_len(1 << 32), None);
@@ -110,7 +117,7 @@ pub trait LengthPrefix:
     /// bytes. `None` if `len` exceeds [`LengthPrefix::MAX_VALUE`].
     ///
     /// ```
-    /// use bijou_framing::prefix::{Leb128, LengthPrefix};
+    /// use bijou_frame::framing::prefix::{Leb128, LengthPrefix};
     /// let (bytes, n) = Leb128::encode(300).unwrap();
     /// assert_eq!(&bytes[..n], &[0xAC, 0x02]);
     /// ```
@@ -126,7 +133,7 @@ pub trait LengthPrefix:
     /// with more bytes), otherwise a terminal [`PrefixError`].
     ///
     /// ```
-    /// use bijou_framing::prefix::{Bijou64, LengthPrefix, PrefixError};
+    /// use bijou_frame::framing::prefix::{Bijou64, LengthPrefix, PrefixError};
     /// assert_eq!(Bijou64::decode(&[0x05, 0xAA]), Ok((5, 1)));
     /// assert_eq!(Bijou64::decode(&[0xFF; 9]), Err(PrefixError::Overflow));
     /// ```

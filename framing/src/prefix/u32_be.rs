@@ -15,7 +15,7 @@ use super::{sealed, LengthPrefix, PrefixError, MAX_PREFIX_LEN};
 /// ```
 ///
 /// ```
-/// use bijou_framing::prefix::{LengthPrefix, U32Be};
+/// use bijou_frame::framing::prefix::{LengthPrefix, U32Be};
 /// let (bytes, n) = U32Be::encode(1000).unwrap();
 /// assert_eq!(&bytes[..n], &[0, 0, 0x03, 0xE8]);
 /// assert!(U32Be::encode(1 << 32).is_none());
@@ -27,6 +27,7 @@ impl sealed::Sealed for U32Be {}
 
 impl LengthPrefix for U32Be {
     const NAME: &'static str = "u32-be";
+    const KIND: super::PrefixKind = super::PrefixKind::U32Be;
     const MAX_LEN: usize = 4;
     const MAX_VALUE: u64 = u32::MAX as u64;
 

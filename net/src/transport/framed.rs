@@ -263,6 +263,14 @@ where
         self.codec.max_frame_length()
     }
 
+    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
+        Some(P::KIND)
+    }
+
+    fn unread(&self) -> &[u8] {
+        &self.read_buf
+    }
+
     /// Writes the prefix and the message straight into the write buffer.
     fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
         encode_in_place(&self.codec, message, &mut self.write_buf).map_err(|e| match e {

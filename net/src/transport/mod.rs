@@ -24,8 +24,8 @@
 //! terminal: the stream ends after yielding it.
 //!
 //! ```
-//! use bijou_framing::prefix::Bijou64;
-//! use bijou_net::transport::{FramedTransport, Transport, TransportError};
+//! use bijou_frame::framing::prefix::Bijou64;
+//! use bijou_frame::net::transport::{FramedTransport, Transport, TransportError};
 //! use bytes::Bytes;
 //! use futures::{SinkExt, StreamExt};
 //!
@@ -62,6 +62,8 @@ pub mod websocket;
 #[cfg(feature = "websocket")]
 pub mod ws_frame;
 
+pub mod peer_framing;
+
 pub use framed::FramedTransport;
 #[cfg(feature = "websocket")]
 pub use websocket::WebSocketTransport;
@@ -81,6 +83,20 @@ pub trait Transport:
 
     /// The maximum now in force.
     fn max_message_length(&self) -> usize;
+
+    /// The length prefix this transport frames with, if it frames a byte
+    /// stream (`None`, the default, otherwise). For diagnostics.
+    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
+        None
+    }
+
+    /// Bytes received but not delivered as a message yet (a partial
+    /// frame), as far as the transport keeps them; empty by default. For
+    /// diagnostics: the handshake driver reads them to tell the user what
+    /// the peer speaks when its reply does not parse.
+    fn unread(&self) -> &[u8] {
+        &[]
+    }
 
     /// Queues one message to be sent, written in place, like `start_send`
     /// (call it after `poll_ready`). By default it encodes the message to
@@ -134,8 +150,8 @@ impl<T: Wire> WriteInPlace for T {
 /// + Send>>` type can run over whichever transport is chosen at run time.
 ///
 /// ```
-/// use bijou_framing::prefix::Bijou64;
-/// use bijou_net::transport::{FramedTransport, LengthChecked, Transport};
+/// use bijou_frame::framing::prefix::Bijou64;
+/// use bijou_frame::net::transport::{FramedTransport, LengthChecked, Transport};
 ///
 /// let (a, _b) = tokio::io::duplex(64);
 /// let framed: Box<dyn Transport + Send> = Box::new(FramedTransport::new(a, Bijou64));
@@ -151,6 +167,14 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
     fn max_message_length(&self) -> usize {
         (**self).max_message_length()
+    }
+
+    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
+        (**self).length_prefix()
+    }
+
+    fn unread(&self) -> &[u8] {
+        (**self).unread()
     }
 
     fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
@@ -213,7 +237,7 @@ impl From<FrameError> for TransportError {
 /// so give it a bound of its own where it has one.
 ///
 /// ```
-/// use bijou_net::transport::{LengthChecked, Transport, TransportError};
+/// use bijou_frame::net::transport::{LengthChecked, Transport, TransportError};
 /// use bytes::Bytes;
 /// use futures::StreamExt;
 ///

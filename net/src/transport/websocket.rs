@@ -70,10 +70,10 @@
 //! it announces. An idle connection holds no heap buffer at all.
 //!
 //! ```no_run
-//! use bijou_proto::handshake::HandshakeConfig;
-//! use bijou_proto::message::Audience;
-//! use bijou_net::{transport::websocket, Connection};
-//! use bijou_signing::ed25519_dalek::SigningKey;
+//! use bijou_frame::proto::handshake::HandshakeConfig;
+//! use bijou_frame::proto::message::Audience;
+//! use bijou_frame::net::{transport::websocket, Connection};
+//! use bijou_frame::signing::ed25519_dalek::SigningKey;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -353,7 +353,7 @@ fn frame_error(err: WsFrameError) -> TransportError {
 /// The [`WsFrameError`] inside a transport error, if it holds one.
 ///
 /// ```
-/// use bijou_net::transport::{websocket, ws_frame::WsFrameError, TransportError};
+/// use bijou_frame::net::transport::{websocket, ws_frame::WsFrameError, TransportError};
 ///
 /// let err = TransportError::WebSocket(Box::new(WsFrameError::CloseOneByte));
 /// assert_eq!(websocket::frame_error_of(&err), Some(&WsFrameError::CloseOneByte));
@@ -398,7 +398,7 @@ impl<S> WebSocketTransport<S> {
     /// a frame boundary). The inverse of `into_parts`.
     ///
     /// ```
-    /// use bijou_net::transport::{websocket::WebSocketTransport, ws_frame::Role, Transport};
+    /// use bijou_frame::net::transport::{websocket::WebSocketTransport, ws_frame::Role, Transport};
     /// use bytes::BytesMut;
     ///
     /// let (a, _b) = tokio::io::duplex(64);

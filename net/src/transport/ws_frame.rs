@@ -292,7 +292,7 @@ struct Header {
 /// Decodes frames from a growing buffer; see the [module docs](self).
 ///
 /// ```
-/// use bijou_net::transport::ws_frame::{encode_frame, FrameDecoder, OpCode, Role};
+/// use bijou_frame::net::transport::ws_frame::{encode_frame, FrameDecoder, OpCode, Role};
 /// use bytes::BytesMut;
 ///
 /// let mut wire = BytesMut::new();
@@ -301,7 +301,7 @@ struct Header {
 /// let frame = server.decode(&mut wire)?.expect("a whole frame");
 /// assert_eq!(&frame.payload[..], b"hello");
 /// assert_eq!(server.decode(&mut wire)?, None);
-/// # Ok::<(), bijou_net::transport::ws_frame::WsFrameError>(())
+/// # Ok::<(), bijou_frame::net::transport::ws_frame::WsFrameError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct FrameDecoder {

@@ -48,9 +48,9 @@
 //! challenge would still pass the drift check (see [`nonce_cache`]).
 //!
 //! ```
-//! use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
-//! use bijou_proto::message::Audience;
-//! use bijou_signing::{ed25519_dalek::SigningKey, Identity};
+//! use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+//! use bijou_frame::proto::message::Audience;
+//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
 //!
 //! let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
 //! let responder = Responder::new(HandshakeConfig::default());
@@ -68,7 +68,7 @@
 //! let answer = responder.answer(&bob, again.challenge().clone(), now);
 //! assert!(answer.outcome.is_err());
 //! assert!(answer.reply.is_some());
-//! # Ok::<(), bijou_proto::HandshakeError>(())
+//! # Ok::<(), bijou_frame::proto::HandshakeError>(())
 //! ```
 
 use std::time::Duration;
@@ -106,7 +106,7 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Settings shared by both sides of the handshake.
 ///
 /// ```
-/// use bijou_proto::handshake::HandshakeConfig;
+/// use bijou_frame::proto::handshake::HandshakeConfig;
 /// use std::time::Duration;
 ///
 /// let mut config = HandshakeConfig::default();

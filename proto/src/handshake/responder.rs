@@ -36,7 +36,7 @@ impl Refusal {
 /// on each other).
 ///
 /// ```
-/// use bijou_proto::handshake::{HandshakeConfig, Responder};
+/// use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
 /// let responder = Responder::new(HandshakeConfig::default()).with_discovery_id([7; 32]);
 /// assert_eq!(responder.max_drift_secs(), 600);
 /// ```

@@ -16,8 +16,8 @@
 //! first 12 bytes of a commit id.
 //!
 //! ```
-//! use bijou_proto::message::{Checkpoint, CommitId, Fragment, SedimentreeId};
-//! use bijou_signing::Blob;
+//! use bijou_frame::proto::message::{Checkpoint, CommitId, Fragment, SedimentreeId};
+//! use bijou_frame::signing::Blob;
 //!
 //! let fragment = Fragment::new(
 //!     SedimentreeId::new([1; 32]),

@@ -15,7 +15,7 @@
 //! numerically, which is the byte order of their wire form.
 //!
 //! ```
-//! use bijou_proto::message::{CommitId, FingerprintSeed};
+//! use bijou_frame::proto::message::{CommitId, FingerprintSeed};
 //!
 //! let seed = FingerprintSeed::new(42, 99);
 //! let id = CommitId::new([7; 32]);

@@ -18,10 +18,10 @@
 //! (an error, never a truncated count).
 //!
 //! ```
-//! use bijou_proto::message::{CommitId, LooseCommit, SedimentreeId};
-//! use bijou_proto::Wire;
-//! use bijou_signing::{Blob, Signed};
-//! use bijou_signing::ed25519_dalek::SigningKey;
+//! use bijou_frame::proto::message::{CommitId, LooseCommit, SedimentreeId};
+//! use bijou_frame::proto::Wire;
+//! use bijou_frame::signing::{Blob, Signed};
+//! use bijou_frame::signing::ed25519_dalek::SigningKey;
 //!
 //! let blob = Blob::from_static(b"change");
 //! let commit = LooseCommit::new(

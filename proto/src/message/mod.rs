@@ -101,9 +101,9 @@ impl Message {
 /// Dispatches on the schema; each kind reads the whole message.
 ///
 /// ```
-/// use bijou_codec::Wire;
-/// use bijou_proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
-/// use bijou_signing::Schema;
+/// use bijou_frame::codec::Wire;
+/// use bijou_frame::proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
+/// use bijou_frame::signing::Schema;
 ///
 /// let msg: Message = SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([3; 32]) }).into();
 /// let wire = msg.encode()?;
@@ -175,7 +175,7 @@ impl MessageFrame {
     /// Decodes `bytes` as one whole message.
     ///
     /// ```
-    /// use bijou_proto::message::MessageFrame;
+    /// use bijou_frame::proto::message::MessageFrame;
     /// let frame = MessageFrame::decode(bytes::Bytes::from_static(b"SUM\0junk"));
     /// assert!(frame.message.is_err());
     /// assert_eq!(&frame.bytes[..], b"SUM\0junk");

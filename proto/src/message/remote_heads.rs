@@ -15,15 +15,15 @@
 //! write is canonical. This is the one array we do not require sorted.
 //!
 //! ```
-//! use bijou_codec::Wire;
-//! use bijou_proto::message::{CommitId, RemoteHeads};
+//! use bijou_frame::codec::Wire;
+//! use bijou_frame::proto::message::{CommitId, RemoteHeads};
 //!
 //! let heads = RemoteHeads::new(7, [CommitId::new([2; 32]), CommitId::new([1; 32])]);
 //! let wire = heads.encode()?;
 //! assert_eq!(wire.len(), 8 + 4 + 64);
 //! assert_eq!(&wire[..12], &[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2]);
 //! assert_eq!(RemoteHeads::decode(wire), Ok(heads));
-//! # Ok::<(), bijou_codec::WriteError>(())
+//! # Ok::<(), bijou_frame::codec::WriteError>(())
 //! ```
 
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};

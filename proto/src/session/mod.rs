@@ -52,11 +52,11 @@
 //! # Example: two sessions, no runtime
 //!
 //! ```
-//! use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
-//! use bijou_proto::message::*;
-//! use bijou_proto::session::{Delivered, Session, Work};
-//! use bijou_proto::time::Clock;
-//! use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+//! use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+//! use bijou_frame::proto::message::*;
+//! use bijou_frame::proto::session::{Delivered, Session, Work};
+//! use bijou_frame::proto::time::Clock;
+//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 //!
 //! let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
 //! let clock = Clock::system();
@@ -457,7 +457,7 @@ impl Session {
 /// accepted whole.
 ///
 /// ```
-/// use bijou_proto::session::{verify_message, Rejected};
+/// use bijou_frame::proto::session::{verify_message, Rejected};
 /// let received = verify_message(bytes::Bytes::from_static(b"SUM\0junk"));
 /// assert!(matches!(received.result, Err(Rejected::Malformed(_))));
 /// ```

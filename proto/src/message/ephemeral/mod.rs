@@ -30,8 +30,8 @@
 //! | 01–03 | `topics.rs` | [`Topics`] |
 //!
 //! ```
-//! use bijou_codec::Wire;
-//! use bijou_proto::message::{EphemeralMessage, Message, Topic, Topics};
+//! use bijou_frame::codec::Wire;
+//! use bijou_frame::proto::message::{EphemeralMessage, Message, Topic, Topics};
 //!
 //! let msg = EphemeralMessage::Subscribe(Topics::one(Topic::new([5; 32])));
 //! let wire = msg.encode()?;

@@ -21,8 +21,8 @@
 //! refuses large ones before verifying.
 //!
 //! ```
-//! use bijou_proto::message::{EphemeralPayload, Topic};
-//! use bijou_proto::Wire;
+//! use bijou_frame::proto::message::{EphemeralPayload, Topic};
+//! use bijou_frame::proto::Wire;
 //!
 //! let payload = EphemeralPayload::new(Topic::new([7; 32]), 42, 1_700_000_000, &b"cursor 3:14"[..]);
 //! let fields = payload.encode()?;

@@ -16,9 +16,9 @@ use super::payload::{EphemeralHeader, EphemeralPayload};
 /// A signed ephemeral message; see the [module docs](self).
 ///
 /// ```
-/// use bijou_proto::message::{EphemeralPayload, SignedEphemeral, Topic};
-/// use bijou_proto::Wire;
-/// use bijou_signing::ed25519_dalek::SigningKey;
+/// use bijou_frame::proto::message::{EphemeralPayload, SignedEphemeral, Topic};
+/// use bijou_frame::proto::Wire;
+/// use bijou_frame::signing::ed25519_dalek::SigningKey;
 ///
 /// let key = SigningKey::from_bytes(&[1; 32]);
 /// let sealed = SignedEphemeral::seal(&key, &EphemeralPayload::new(Topic::new([7; 32]), 9, 1_700_000_000, &b"hi"[..]))?;

@@ -26,7 +26,7 @@ use super::super::{
 /// A non-empty list of distinct topics; see the [module docs](self).
 ///
 /// ```
-/// use bijou_proto::message::{Topic, Topics};
+/// use bijou_frame::proto::message::{Topic, Topics};
 /// let topics = Topics::new([Topic::new([2; 32]), Topic::new([1; 32]), Topic::new([2; 32])]).unwrap();
 /// assert_eq!(topics.as_slice(), &[Topic::new([1; 32]), Topic::new([2; 32])]);
 /// assert!(Topics::new([]).is_none());

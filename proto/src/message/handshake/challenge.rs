@@ -28,7 +28,7 @@ pub enum Audience {
 /// message names what a challenge was addressed to.
 ///
 /// ```
-/// use bijou_proto::message::Audience;
+/// use bijou_frame::proto::message::Audience;
 /// let text = Audience::discover(b"sync.example.com").to_string();
 /// assert!(text.starts_with("discovery id "));
 /// assert_eq!(text.len(), "discovery id ".len() + 64);
@@ -49,7 +49,7 @@ impl std::fmt::Display for Audience {
 /// derives it (`DiscoveryId::new`).
 ///
 /// ```
-/// use bijou_proto::message::{discovery_id, Audience};
+/// use bijou_frame::proto::message::{discovery_id, Audience};
 /// assert_eq!(discovery_id(b"sync.example.com"), *blake3::hash(b"sync.example.com").as_bytes());
 /// assert_eq!(Audience::discover(b"sync.example.com"), Audience::Discover(discovery_id(b"sync.example.com")));
 /// ```

@@ -26,10 +26,10 @@
 //! ```
 //!
 //! ```
-//! use bijou_codec::Wire;
-//! use bijou_proto::message::{Audience, Challenge, HandshakeMessage, Response};
-//! use bijou_signing::{Identity, Signed};
-//! use bijou_signing::ed25519_dalek::SigningKey;
+//! use bijou_frame::codec::Wire;
+//! use bijou_frame::proto::message::{Audience, Challenge, HandshakeMessage, Response};
+//! use bijou_frame::signing::{Identity, Signed};
+//! use bijou_frame::signing::ed25519_dalek::SigningKey;
 //!
 //! let client = SigningKey::from_bytes(&[1; 32]);
 //! let server = SigningKey::from_bytes(&[2; 32]);

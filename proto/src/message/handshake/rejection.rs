@@ -8,8 +8,8 @@
 //! ```
 //!
 //! ```
-//! use bijou_codec::Wire;
-//! use bijou_proto::message::{Rejection, RejectionReason};
+//! use bijou_frame::codec::Wire;
+//! use bijou_frame::proto::message::{Rejection, RejectionReason};
 //!
 //! let rejection = Rejection { reason: RejectionReason::ReplayedNonce, timestamp: 7 };
 //! let wire = rejection.encode()?;

@@ -46,8 +46,8 @@
 //! and the dispatch both ways.
 //!
 //! ```
-//! use bijou_codec::Wire;
-//! use bijou_proto::message::{CommitId, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage};
+//! use bijou_frame::codec::Wire;
+//! use bijou_frame::proto::message::{CommitId, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage};
 //! use bytes::Bytes;
 //!
 //! let msg = SyncMessage::HeadsUpdate(HeadsUpdate {
@@ -199,8 +199,8 @@ impl SyncMessage {
     /// sender heads.
     ///
     /// ```
-    /// use bijou_proto::message::{CommitId, SedimentreeId, SyncMessage};
-    /// use bijou_signing::{ed25519_dalek::SigningKey, Blob};
+    /// use bijou_frame::proto::message::{CommitId, SedimentreeId, SyncMessage};
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob};
     ///
     /// let key = SigningKey::from_bytes(&[1; 32]);
     /// let tree = SedimentreeId::new([9; 32]);
@@ -242,8 +242,8 @@ impl SyncMessage {
     /// wire order. Messages without signed items give an empty list.
     ///
     /// ```
-    /// use bijou_proto::message::*;
-    /// use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed};
+    /// use bijou_frame::proto::message::*;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed};
     ///
     /// let tree = SedimentreeId::new([1; 32]);
     /// let blob = Blob::from_static(b"data");
@@ -314,8 +314,8 @@ impl SyncMessage {
     /// `range` that holds an item, in order.
     ///
     /// ```
-    /// use bijou_proto::message::*;
-    /// use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed};
+    /// use bijou_frame::proto::message::*;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed};
     ///
     /// let key = SigningKey::from_bytes(&[1; 32]);
     /// let tree = SedimentreeId::new([9; 32]);
@@ -325,10 +325,10 @@ impl SyncMessage {
     ///         let commit = LooseCommit::new(tree, CommitId::new([i; 32]), [], blob.meta());
     ///         Ok(SignedItem::new(Signed::seal(&key, &commit)?, blob))
     ///     })
-    ///     .collect::<Result<Vec<_>, bijou_signing::SealError>>()?;
+    ///     .collect::<Result<Vec<_>, bijou_frame::signing::SealError>>()?;
     /// let diff = SyncDiff::new(commits, vec![], vec![], vec![]);
     /// let msg = SyncMessage::BatchSyncResponse(BatchSyncResponse {
-    ///     requestor: bijou_signing::PeerId::from_bytes([2; 32]),
+    ///     requestor: bijou_frame::signing::PeerId::from_bytes([2; 32]),
     ///     nonce: 1,
     ///     id: tree,
     ///     result: SyncResult::Ok(diff),

@@ -18,7 +18,7 @@ use crate::message::{
 /// Tag 06: stop sending updates for these documents.
 ///
 /// ```
-/// use bijou_proto::message::{RemoveSubscriptions, SedimentreeId};
+/// use bijou_frame::proto::message::{RemoveSubscriptions, SedimentreeId};
 /// let msg = RemoveSubscriptions::new([SedimentreeId::new([2; 32]), SedimentreeId::new([1; 32])]);
 /// assert_eq!(msg.ids()[0], SedimentreeId::new([1; 32])); // sorted: the only wire order
 /// ```

@@ -1,5 +1,8 @@
-//! Shared generators and helpers for the `messages_*` integration tests.
-#![allow(dead_code)]
+//! Proptest strategies for every sync and handshake message (the
+//! `proptest` feature): ids drawn mostly from small alphabets so that
+//! duplicates and near-collisions happen, blobs around the first bijou64
+//! tier boundary, items signed by the small key pool of
+//! [`messages::key`](crate::messages::key).
 
 use bijou_proto::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, Challenge, Checkpoint, CommitId,
@@ -7,32 +10,35 @@ use bijou_proto::message::{
     LooseCommit, Rejection, RejectionReason, RemoteHeads, Response, SedimentreeId, SignedItem,
     SyncDiff, SyncMessage, SyncResult,
 };
-use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity as _, PeerId, Signed};
+use bijou_signing::{Blob, PeerId, Signed};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-/// A deterministic key from a small pool (sealing is the slow part).
-pub fn key(i: u8) -> SigningKey {
-    SigningKey::from_bytes(&[i.wrapping_mul(7).wrapping_add(1); 32])
-}
+use crate::messages::key;
 
+/// A 32-byte id: any, or one of four repeated bytes.
 pub fn id32() -> impl Strategy<Value = [u8; 32]> {
     // Mostly small alphabets so duplicates and near-collisions happen.
     prop_oneof![any::<[u8; 32]>(), (0u8..4).prop_map(|b| [b; 32])]
 }
 
+/// A commit id from [`id32`].
 pub fn commit_id() -> impl Strategy<Value = CommitId> {
     id32().prop_map(CommitId::new)
 }
 
+/// A tree id from [`id32`].
 pub fn tree_id() -> impl Strategy<Value = SedimentreeId> {
     id32().prop_map(SedimentreeId::new)
 }
 
+/// Blob bytes: under 48, or 240 to 299 (around the first bijou64 tier
+/// boundary of the blob length).
 pub fn blob() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![vec(any::<u8>(), 0..48), vec(any::<u8>(), 240..300)]
 }
 
+/// A commit in `tree` (up to 3 parents) and its blob.
 pub fn loose_commit(tree: SedimentreeId) -> impl Strategy<Value = (LooseCommit, Vec<u8>)> {
     (commit_id(), vec(commit_id(), 0..4), blob()).prop_map(move |(head, parents, blob)| {
         let meta = Blob::from(blob.clone()).meta();
@@ -40,6 +46,7 @@ pub fn loose_commit(tree: SedimentreeId) -> impl Strategy<Value = (LooseCommit, 
     })
 }
 
+/// A fragment in `tree` (up to 2 boundary ids, 3 checkpoints) and its blob.
 pub fn fragment(tree: SedimentreeId) -> impl Strategy<Value = (Fragment, Vec<u8>)> {
     (
         commit_id(),
@@ -54,22 +61,26 @@ pub fn fragment(tree: SedimentreeId) -> impl Strategy<Value = (Fragment, Vec<u8>
         })
 }
 
+/// A [`loose_commit`] signed by one of three keys, with its blob.
 pub fn commit_item(tree: SedimentreeId) -> impl Strategy<Value = SignedItem<LooseCommit>> {
     (loose_commit(tree), 0u8..3).prop_map(|((c, blob), k)| {
-        SignedItem::new(Signed::seal(&key(k), &c).unwrap(), Blob::from(blob))
+        SignedItem::new(Signed::seal(&key(k), &c).expect("seal"), Blob::from(blob))
     })
 }
 
+/// A [`fragment`] signed by one of three keys, with its blob.
 pub fn fragment_item(tree: SedimentreeId) -> impl Strategy<Value = SignedItem<Fragment>> {
     (fragment(tree), 0u8..3).prop_map(|((f, blob), k)| {
-        SignedItem::new(Signed::seal(&key(k), &f).unwrap(), Blob::from(blob))
+        SignedItem::new(Signed::seal(&key(k), &f).expect("seal"), Blob::from(blob))
     })
 }
 
+/// Remote heads: any counter, up to 3 heads.
 pub fn remote_heads() -> impl Strategy<Value = RemoteHeads> {
     (any::<u64>(), vec(commit_id(), 0..4)).prop_map(|(c, h)| RemoteHeads::new(c, h))
 }
 
+/// Up to 4 fingerprints, often small values (duplicates happen).
 pub fn fingerprints() -> impl Strategy<Value = Vec<Fingerprint>> {
     vec(
         prop_oneof![any::<u64>(), 0u64..4].prop_map(Fingerprint::from_u64),
@@ -77,10 +88,13 @@ pub fn fingerprints() -> impl Strategy<Value = Vec<Fingerprint>> {
     )
 }
 
+/// Any peer id.
 pub fn peer() -> impl Strategy<Value = PeerId> {
     any::<[u8; 32]>().prop_map(PeerId::from_bytes)
 }
 
+/// A diff in `tree`: up to 2 commits, 1 fragment, and requested
+/// fingerprints.
 pub fn sync_diff(tree: SedimentreeId) -> impl Strategy<Value = SyncDiff> {
     (
         vec(commit_item(tree), 0..3),
@@ -91,6 +105,7 @@ pub fn sync_diff(tree: SedimentreeId) -> impl Strategy<Value = SyncDiff> {
         .prop_map(|(c, f, rc, rf)| SyncDiff::new(c, f, rc, rf))
 }
 
+/// Any sync message (every tag; responses `Ok` half of the time).
 pub fn sync_message() -> impl Strategy<Value = SyncMessage> {
     prop_oneof![
         tree_id().prop_flat_map(|tree| (remote_heads(), commit_item(tree)).prop_map(
@@ -147,6 +162,7 @@ pub fn sync_message() -> impl Strategy<Value = SyncMessage> {
     ]
 }
 
+/// Any rejection reason.
 pub fn reason() -> impl Strategy<Value = RejectionReason> {
     prop_oneof![
         Just(RejectionReason::ClockDrift),
@@ -156,6 +172,7 @@ pub fn reason() -> impl Strategy<Value = RejectionReason> {
     ]
 }
 
+/// A challenge to a known peer or a discovery audience.
 pub fn challenge() -> impl Strategy<Value = Challenge> {
     (
         any::<bool>(),
@@ -173,10 +190,12 @@ pub fn challenge() -> impl Strategy<Value = Challenge> {
         })
 }
 
+/// Any handshake message: a signed challenge or response, or a rejection.
 pub fn handshake_message() -> impl Strategy<Value = HandshakeMessage> {
     prop_oneof![
-        (challenge(), 0u8..3)
-            .prop_map(|(c, k)| HandshakeMessage::Challenge(Signed::seal(&key(k), &c).unwrap())),
+        (challenge(), 0u8..3).prop_map(|(c, k)| HandshakeMessage::Challenge(
+            Signed::seal(&key(k), &c).expect("seal")
+        )),
         (challenge(), any::<u64>(), 0u8..3).prop_map(|(c, ts, k)| HandshakeMessage::Response(
             Signed::seal(&key(k), &Response::for_challenge(&c, ts).unwrap()).unwrap()
         )),
@@ -184,59 +203,4 @@ pub fn handshake_message() -> impl Strategy<Value = HandshakeMessage> {
             Rejection { reason, timestamp }
         )),
     ]
-}
-
-/// A fixed LooseCommit message with `parents` parents, `heads` heads and a
-/// blob of `blob_len` bytes; signed by `key(0)`.
-pub fn fixed_commit_message(parents: usize, heads: usize, blob_len: usize) -> SyncMessage {
-    let tree = SedimentreeId::new([0x11; 32]);
-    let blob = vec![0xB1; blob_len];
-    let commit = LooseCommit::new(
-        tree,
-        CommitId::new([0x22; 32]),
-        (0..parents).map(|i| CommitId::new([i as u8 + 0x30; 32])),
-        Blob::from(blob.clone()).meta(),
-    );
-    SyncMessage::LooseCommit(BlobMessage {
-        id: tree,
-        sender_heads: RemoteHeads::new(9, (0..heads).map(|i| CommitId::new([i as u8 + 0x40; 32]))),
-        item: SignedItem::new(Signed::seal(&key(0), &commit).unwrap(), Blob::from(blob)),
-    })
-}
-
-/// Offsets in a LooseCommit/Fragment message: where the sender heads end
-/// (the signed item starts). Header 9 + tree 32 + counter 8 + count 4 + n*32.
-pub fn signed_item_offset(heads: usize) -> usize {
-    9 + 32 + 8 + 4 + heads * 32
-}
-
-/// Sets the TotalSize field to the buffer's length.
-pub fn fix_total_size(bytes: &mut [u8]) {
-    let len = u32::try_from(bytes.len()).unwrap();
-    bytes[4..8].copy_from_slice(&len.to_be_bytes());
-}
-
-/// The peer id of `key(i)`.
-pub fn peer_of(i: u8) -> PeerId {
-    key(i).peer_id()
-}
-
-/// An ephemeral control message written by hand, for the `ephemeral_*`
-/// tests: `SUE\0 · tag · count · topics`, with the topics in the order
-/// given (duplicates and all) and the count given separately, so that a test
-/// can also state one that does not match.
-pub fn ephemeral_control_wire(tag: u8, count: u16, topics: &[[u8; 32]]) -> Vec<u8> {
-    let mut wire = bijou_proto::message::EPHEMERAL_SCHEMA.to_vec();
-    wire.push(tag);
-    wire.extend_from_slice(&count.to_be_bytes());
-    for topic in topics {
-        wire.extend_from_slice(topic);
-    }
-    wire
-}
-
-/// [`ephemeral_control_wire`] with the true count.
-pub fn ephemeral_control(tag: u8, topics: &[[u8; 32]]) -> Vec<u8> {
-    let count = u16::try_from(topics.len()).expect("at most 65,535 topics");
-    ephemeral_control_wire(tag, count, topics)
 }

@@ -1,7 +1,8 @@
-//! Support for the structure-aware mutation fuzz (`mutation_fuzz.rs`) and
-//! the regression replay (`regressions.rs`):
+//! The structure-aware mutation fuzz (the `fuzz` feature): what the
+//! CI-scale mutation fuzz (`net/tests/mutation_fuzz.rs`) and the regression
+//! replay (`net/tests/regressions.rs`) build their inputs with. The oracles
+//! that judge the inputs are in [`checks`](crate::checks).
 //!
-//! - [`checks`]: the oracles (also included by the cargo-fuzz targets);
 //! - [`Rng`]: a small deterministic generator (SplitMix64), so a run is
 //!   the same on every machine and with every `rand` version;
 //! - [`Specimen`]s: valid messages of every kind with the positions of
@@ -10,9 +11,6 @@
 //!   duplication and removal, splices and crossovers of two inputs, and
 //!   fields set to extremes;
 //! - [`Stream`]s: messages behind a length prefix, and prefix extremes.
-#![allow(dead_code)]
-
-pub mod checks;
 
 use bijou_codec::Wire;
 use bijou_net::message::{
@@ -28,6 +26,8 @@ use bijou_signing::{Blob, Identity, PeerId, Signed, SIGNATURE_LEN};
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::Encoder;
 
+use crate::messages::fix_total_size;
+
 // ---- deterministic randomness ---------------------------------------------
 
 /// SplitMix64: tiny, fast, and the same everywhere.
@@ -35,10 +35,12 @@ use tokio_util::codec::Encoder;
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator whose whole output is fixed by `seed`.
     pub fn new(seed: u64) -> Self {
         Self(seed)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -66,10 +68,12 @@ impl Rng {
         self.below(den) < num
     }
 
+    /// A random byte.
     pub fn byte(&mut self) -> u8 {
         self.next_u64() as u8
     }
 
+    /// `N` random bytes.
     pub fn array<const N: usize>(&mut self) -> [u8; N] {
         let mut out = [0u8; N];
         for b in &mut out {
@@ -78,10 +82,12 @@ impl Rng {
         out
     }
 
+    /// `n` random bytes.
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.byte()).collect()
     }
 
+    /// A uniformly chosen element of a non-empty slice.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
@@ -113,17 +119,24 @@ pub fn keys() -> Vec<SigningKey> {
 /// Width of a count, length or tag field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Width {
+    /// One byte.
     U8,
+    /// Two bytes, big-endian.
     U16,
+    /// Four bytes, big-endian.
     U32,
+    /// A bijou64 varint (1 to 9 bytes).
     Bijou64,
 }
 
 /// A count, length or tag field of a valid input.
 #[derive(Debug, Clone, Copy)]
 pub struct Field {
+    /// Offset in the input.
     pub at: usize,
+    /// How it is encoded.
     pub width: Width,
+    /// Its value in the unmutated input.
     pub value: u64,
 }
 
@@ -138,9 +151,13 @@ fn field(at: usize, width: Width, value: usize) -> Field {
 /// Which signed payload type a region holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignedKind {
+    /// A `Signed<LooseCommit>`.
     Commit,
+    /// A `Signed<Fragment>`.
     Fragment,
+    /// A `Signed<Challenge>` (a whole `SUH\0` challenge message).
     Challenge,
+    /// A `Signed<Response>` (a whole `SUH\0` response message).
     Response,
 }
 
@@ -149,10 +166,15 @@ pub enum SignedKind {
 /// last 64 the signature; `key` indexes [`keys`].
 #[derive(Debug, Clone, Copy)]
 pub struct SignedRegion {
+    /// The payload type.
     pub kind: SignedKind,
+    /// Where it starts.
     pub at: usize,
+    /// Its length, signature included.
     pub len: usize,
+    /// Schema, discriminant and issuer: the bytes before the fields.
     pub header: usize,
+    /// The signing key, an index into [`keys`].
     pub key: usize,
 }
 
@@ -197,6 +219,7 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every sync message kind.
     pub const SUM: [Kind; 9] = [
         Kind::LooseCommit,
         Kind::Fragment,
@@ -208,7 +231,9 @@ impl Kind {
         Kind::DataRequestRejected,
         Kind::HeadsUpdate,
     ];
+    /// Every handshake message kind.
     pub const SUH: [Kind; 3] = [Kind::Challenge, Kind::Response, Kind::Rejection];
+    /// The standalone signed payloads.
     pub const SIGNED: [Kind; 2] = [Kind::SignedCommit, Kind::SignedFragment];
 }
 
@@ -216,9 +241,13 @@ impl Kind {
 /// and of its signed payloads.
 #[derive(Debug, Clone)]
 pub struct Specimen {
+    /// What it is.
     pub kind: Kind,
+    /// Its bytes.
     pub wire: Vec<u8>,
+    /// Its count, length and tag fields.
     pub fields: Vec<Field>,
+    /// Its signed payloads.
     pub signed: Vec<SignedRegion>,
 }
 
@@ -915,14 +944,6 @@ pub fn mutate_some(rng: &mut Rng, bytes: &mut Vec<u8>, other: &[u8], fields: &[F
     }
 }
 
-/// Sets a SUM message's `TotalSize` to its length.
-pub fn fix_total_size(bytes: &mut [u8]) {
-    if bytes.len() >= 8 && bytes.starts_with(b"SUM\0") {
-        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        bytes[4..8].copy_from_slice(&len.to_be_bytes());
-    }
-}
-
 /// Mutates the fields of the signed payload `region` of `s` and signs the
 /// result again with the original key (issuer unchanged). Returns the new
 /// bytes and the mutated payload's new length.
@@ -967,7 +988,9 @@ pub fn resigned_mutant(
 /// Messages behind a length prefix `P`, with where each prefix is.
 #[derive(Debug, Clone)]
 pub struct Stream {
+    /// The framed stream.
     pub bytes: Vec<u8>,
+    /// The payloads, in order.
     pub frames: Vec<Bytes>,
     /// `(offset, length)` of each prefix.
     pub prefixes: Vec<(usize, usize)>,

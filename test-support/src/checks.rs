@@ -1,15 +1,15 @@
-//! The fuzz oracles: one check per target, shared by the CI-scale mutation
-//! fuzz (`tests/mutation_fuzz.rs`), the regression replay
-//! (`tests/regressions.rs`) and the cargo-fuzz targets (`fuzz/fuzz_targets/`
-//! include this file by path, so it uses nothing but the library crates,
-//! `bytes` and `tokio-util`).
+//! The fuzz oracles (the `fuzz` feature): one check per cargo-fuzz target,
+//! shared by the CI-scale mutation fuzz (`net/tests/mutation_fuzz.rs`), the
+//! regression replay (`net/tests/regressions.rs`) and the cargo-fuzz
+//! targets (`fuzz/fuzz_targets/`). It uses nothing but the library crates,
+//! `bytes` and `tokio-util`: the fuzz targets build no proptest and no
+//! tokio networking for it.
 //!
 //! Every check decodes its input and asserts what must hold for *any*
 //! input: no panic, and every accepted input is the one encoding of what it
 //! decoded to (it re-encodes to exactly the same bytes). A failed assertion
 //! is a bug in the decoders (or in this oracle), never a property of the
 //! input.
-#![allow(dead_code)]
 
 use bijou_codec::{ReadError, Wire};
 use bijou_net::message::{

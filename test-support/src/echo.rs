@@ -1,24 +1,19 @@
-//! An echo server and honest sender over loopback TCP, shared by the echo
-//! and load tests. The server verifies every frame through `Connection`
-//! and echoes the verified ones byte for byte; everything it sees is
-//! reported as an [`Event`].
+//! An echo server and honest sender over loopback TCP (the `echo`
+//! feature), shared by the facade's echo and load tests. The server
+//! verifies every frame through `Connection` and echoes the verified ones
+//! byte for byte; everything it sees is reported as an [`Event`]. The
+//! frames to send come from [`messages::chain_commit`](crate::messages::chain_commit)
+//! and [`messages::frame`](crate::messages::frame).
 
-#![allow(dead_code)]
-
-use bijou_frame::net::transport::FramedTransport;
-use bijou_frame::net::ConnectError;
-use bijou_frame::prelude::Wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bijou_frame::net::connection::Rejected;
-use bijou_frame::net::handshake::{HandshakeConfig, Responder};
-use bijou_frame::net::message::{
-    Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
-    SyncMessage,
-};
-use bijou_frame::net::{prefix::Bijou64, Connection};
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
+use bijou_net::connection::Rejected;
+use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::message::Audience;
+use bijou_net::transport::FramedTransport;
+use bijou_net::{prefix::Bijou64, ConnectError, Connection};
+use bijou_signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use bytes::Bytes;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -113,31 +108,6 @@ pub async fn connect(
     )
     .await
     .expect("handshake")
-}
-
-/// The `n`th honest commit message of a chain in `tree`, signed by `key`,
-/// with a `blob_len`-byte blob derived from `n`.
-pub fn commit(key: &SigningKey, tree: SedimentreeId, n: u64, blob_len: usize) -> SyncMessage {
-    let blob: Vec<u8> = (0..blob_len)
-        .map(|i| (n as u8).wrapping_mul(31).wrapping_add(i as u8))
-        .collect();
-    let blob = Blob::new(blob);
-    let head = CommitId::new(*blake3::hash(&n.to_be_bytes()).as_bytes());
-    let parents = n
-        .checked_sub(1)
-        .map(|p| CommitId::new(*blake3::hash(&p.to_be_bytes()).as_bytes()));
-    let commit = LooseCommit::new(tree, head, parents, blob.meta());
-    let item = SignedItem::new(Signed::seal(key, &commit).expect("seal"), blob);
-    SyncMessage::LooseCommit(BlobMessage {
-        id: tree,
-        sender_heads: RemoteHeads::new(n, [head]),
-        item,
-    })
-}
-
-/// Encodes a message to its frame bytes.
-pub fn frame(msg: &SyncMessage) -> Bytes {
-    Message::Sync(msg.clone()).encode().expect("encode")
 }
 
 /// Sends `frames` over `conn` with at most `window` in flight, and checks

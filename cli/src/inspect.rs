@@ -1,0 +1,113 @@
+//! `bijou inspect`: decode and check a capture, frame by frame, through
+//! the library's `bijou_frame::inspect`.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+use bijou_frame::framing::prefix::PrefixKind;
+use bijou_frame::inspect::{self, hex, Status};
+
+use crate::exit::Failure;
+
+/// Decode and check a capture of framed messages.
+///
+/// Prints every frame with its offset, prefix bytes, message type and
+/// fields, whether its signature verifies (verify_strict) and whether its
+/// blob matches the signed digest. The length prefix (bijou64, leb128,
+/// u32-be) and hex text are detected; --prefix and --hex force them.
+/// The report goes to stdout, errors and hints to stderr.
+///
+/// Example:
+///   bijou echo --count 2 --blob-size 100 --capture echo.cap
+///   bijou inspect echo.cap
+///   xxd -p echo.cap | bijou inspect --hex
+///
+/// Exit codes: 0 every frame decoded and verified; 1 some frame did not;
+/// 2 the input is unreadable or the stream itself is malformed.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Capture file; `-` or nothing reads stdin.
+    pub file: Option<PathBuf>,
+    /// The input is hex text (whitespace ignored), not raw bytes.
+    #[arg(long)]
+    pub hex: bool,
+    /// Length prefix of the frames: bijou64, leb128 or u32-be (detected if
+    /// not given).
+    #[arg(long)]
+    pub prefix: Option<PrefixKind>,
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let raw = read_input(args.file.as_ref())?;
+    let detected = inspect::detect(&raw);
+    let is_hex = args.hex || (args.prefix.is_none() && detected.as_ref().is_some_and(|d| d.hex));
+    let input = if is_hex {
+        hex::parse_hex(&raw).map_err(|e| Failure::input(format!("--hex input: {e}")))?
+    } else {
+        raw
+    };
+    let prefix = args
+        .prefix
+        .or_else(|| {
+            detected
+                .as_ref()
+                .filter(|d| d.hex == is_hex)
+                .map(|d| d.prefix)
+        })
+        .unwrap_or_default();
+    if args.prefix.is_none() && detected.is_some() && std::io::stderr().is_terminal() {
+        eprintln!(
+            "(detected: {}{prefix} prefix)",
+            if is_hex { "hex text, " } else { "" }
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (piped into `head`) ends the report early: no error.
+    let Ok(summary) = inspect::inspect(&input, prefix, &mut out) else {
+        return Ok(());
+    };
+    let _ = writeln!(out, "{summary}");
+    drop(out);
+    if let Some(error) = &summary.stream_error {
+        eprintln!("{error}");
+    }
+    if summary.status() != Status::Clean {
+        if let Some(better) = detected
+            .filter(|d| (d.hex, d.prefix) != (is_hex, prefix) && d.summary.good() > summary.good())
+        {
+            eprintln!(
+                "hint: this input reads better as {}{} frames ({}): try{} --prefix {}",
+                if better.hex { "hex text of " } else { "" },
+                better.prefix,
+                better.summary,
+                if better.hex && !is_hex { " --hex" } else { "" },
+                better.prefix,
+            );
+        } else if summary.good() == 0 {
+            eprintln!(
+                "hint: no frame decodes under any prefix{}; is this a capture (`bijou echo --capture FILE`)?",
+                if is_hex { "" } else { " (nor as hex text)" }
+            );
+        }
+    }
+    match summary.status() {
+        Status::Clean => Ok(()),
+        Status::BadFrames => Err(Failure::check(format!("{summary}"))),
+        Status::BadStream => Err(Failure::input(format!("{summary}"))),
+    }
+}
+
+fn read_input(file: Option<&PathBuf>) -> Result<Vec<u8>, Failure> {
+    match file {
+        Some(path) if path.as_os_str() != "-" => std::fs::read(path)
+            .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display()))),
+        _ => {
+            let mut raw = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut raw)
+                .map_err(|e| Failure::input(format!("cannot read stdin: {e}")))?;
+            Ok(raw)
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! `bijou`: keys, signed blobs, capture inspection, and a sync peer for
+//! Subduction-style servers, built on the `bijou-frame` library's public
+//! API.
+//!
+//! ```text
+//! cargo install --path cli          # installs `bijou`
+//! bijou keygen --out me.key         # prints the peer id
+//! bijou blob sign report.pdf --key me.key
+//! bijou blob verify report.pdf      # reads report.pdf.sig
+//! bijou inspect echo.cap
+//! bijou serve --listen 127.0.0.1:7879
+//! bijou sync --connect ws://127.0.0.1:7879
+//! bijou echo --peers 4 --window 16
+//! ```
+//!
+//! Exit codes, the same for every subcommand (see [`exit::Exit`]):
+//! 0 success, 1 a check failed (a signature, a digest, an echo, a fetched
+//! commit), 2 bad input (arguments, files, keys, a malformed stream),
+//! 3 the network or the peer failed (connect, handshake, timeout).
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod blob;
+mod echo;
+mod exit;
+mod inspect;
+mod keygen;
+mod progress;
+mod serve;
+mod sync;
+mod target;
+
+use exit::Failure;
+
+/// Keys, signed blobs, capture inspection and a sync peer for
+/// Subduction-style servers.
+///
+/// Exit codes: 0 success; 1 a check failed (signature, digest, echo,
+/// fetched commit); 2 bad input (arguments, files, keys, malformed
+/// stream); 3 the network or the peer failed (connect, handshake,
+/// timeout).
+#[derive(Debug, Parser)]
+#[command(name = "bijou", version, about, long_about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Keygen(keygen::Args),
+    Blob(blob::Args),
+    Inspect(inspect::Args),
+    Serve(serve::Args),
+    Sync(sync::Args),
+    Echo(echo::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Keygen(args) => keygen::run(&args),
+        Command::Blob(args) => blob::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&args))),
+        Command::Sync(args) => runtime().and_then(|rt| rt.block_on(sync::run(&args))),
+        Command::Echo(args) => runtime().and_then(|rt| rt.block_on(echo::run(&args))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::input(format!("cannot start the async runtime: {e}")))
+}

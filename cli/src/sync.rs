@@ -1,0 +1,899 @@
+//! `bijou sync`: push signed commits to a Subduction sync server, fetch
+//! them back over a second connection, and check every byte.
+//!
+//! **Push.** Peer A connects (connection 1) and sends `--count` signed
+//! LooseCommits (tag 00) into a fresh random tree (SedimentreeId), chained
+//! (each commit's parent is the previous one), each with a random blob of
+//! `--blob-size` bytes. A Subduction server answers every *new* commit with
+//! a HeadsUpdate (tag 08) for the tree whose heads name it, and stays silent
+//! about a commit it refuses, so each commit gets `--ack-timeout` to be
+//! acknowledged. The round trip (LooseCommit sent -> HeadsUpdate naming it
+//! received) is measured per commit; `--window` commits may be in flight
+//! (default 1). A Subduction server may ingest pipelined commits out of
+//! order, and then its HeadsUpdate for a commit names a later one (which
+//! lists it as parent), so a HeadsUpdate acknowledges every pending commit
+//! up to the newest one it names, like a TCP ack. Only the fetch proves
+//! each commit arrived.
+//!
+//! **Fetch.** Peer B (a second key, connection 2) sends a BatchSyncRequest
+//! for the tree with no fingerprints. The BatchSyncResponse's SyncDiff must
+//! carry all the commits: every item verified (`verify_strict`, scope,
+//! blob), and every signed commit and blob byte-identical to one A sent.
+//!
+//! **Addressing.** With `--server-id` the handshake is addressed to that key
+//! (`Audience::Known`). Otherwise it is addressed to a service name
+//! (`Audience::discover`): `--service-name`, or by default the server's
+//! `HOST:PORT` as written in `--connect`, which is what `subduction_cli
+//! server` serves when it has no `--service-name`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bijou_frame::framing::prefix::PrefixKind;
+use bijou_frame::net::connection::{Delivered, RejectedItem, VerifiedMessage};
+use bijou_frame::net::message::{
+    Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, FingerprintSeed,
+    LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
+};
+use bijou_frame::net::{Connection, DEFAULT_MAX_FRAME_LENGTH};
+use bijou_frame::prelude::Wire;
+use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob, Identity, PeerId, Signed};
+use bytes::Bytes;
+use indicatif::ProgressBar;
+use rand::rngs::StdRng;
+use rand::{Rng, RngCore, SeedableRng};
+use tokio::net::TcpListener;
+
+use crate::exit::Failure;
+use crate::progress;
+use crate::serve::{short, Fault, ServerStats, SyncServer, ITEM_OVERHEAD};
+use crate::target::{Carrier, Target, TransportArg};
+
+/// Push signed commits to a sync server and fetch them back, byte for byte.
+///
+/// Peer A pushes --count chained, signed commits with random blobs into a
+/// fresh tree; each must be acknowledged by a HeadsUpdate. Peer B (a second
+/// key) then fetches the tree and every commit must come back identical
+/// and verify. Without --connect, `bijou serve`'s server runs in process.
+///
+/// Example:
+///   bijou sync                                          # in-process server
+///   bijou serve --listen 127.0.0.1:7879 &  bijou sync --connect 127.0.0.1:7879
+///   subduction_cli server --socket 127.0.0.1:8080 --auth open &
+///   bijou sync --connect ws://127.0.0.1:8080 --window 16
+///
+/// Exit codes: 0 every commit acknowledged and fetched back identical;
+/// 1 something was lost, altered, rejected or unacknowledged; 2 bad
+/// arguments or key file; 3 cannot connect, handshake refused, timeout.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The sync server: HOST:PORT, ws://HOST:PORT[/path] or tcp://HOST:PORT.
+    /// Without it, our own server runs in process.
+    #[arg(long, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The service name the handshake is addressed to (Audience::discover).
+    /// Default: the server's HOST:PORT, as `subduction_cli server`
+    /// defaults to its --socket.
+    #[arg(long, value_name = "NAME", conflicts_with = "server_id")]
+    pub service_name: Option<String>,
+    /// The server's peer id (64 hex digits). The handshake is addressed to
+    /// that key and its response must be signed by it.
+    #[arg(long, value_name = "PEER_ID", requires = "connect")]
+    pub server_id: Option<PeerId>,
+    /// The pushing peer's key file (default: a new key for this run).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<PathBuf>,
+    /// Commits to push (1-65535: one BatchSyncResponse brings them all back).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u16).range(1..))]
+    pub count: u16,
+    /// Blob size of each commit, in bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub blob_size: usize,
+    /// Commits in flight before waiting for a HeadsUpdate (1-256).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub window: u16,
+    /// How messages travel when --connect is a bare HOST:PORT (a URL's
+    /// scheme decides otherwise).
+    #[arg(long, value_enum, default_value_t = TransportArg::Ws)]
+    pub transport: TransportArg,
+    /// Length prefix for framed TCP: bijou64, leb128 or u32-be.
+    #[arg(long, default_value_t = PrefixKind::Bijou64)]
+    pub prefix: PrefixKind,
+    /// How long each commit may wait for its HeadsUpdate, in milliseconds
+    /// (at least 1).
+    #[arg(long, value_name = "MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ack_timeout: u64,
+    /// Seed for the commit ids and blobs (random if not given; the tree id
+    /// is always fresh).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Give up after this many seconds (at least 1).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+    /// What the in-process server gets wrong on purpose (tests only).
+    #[arg(skip)]
+    pub fault: Fault,
+}
+
+type AnyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How long a closing connection waits for the server's side of the close.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+fn new_key() -> Result<SigningKey, Failure> {
+    key_file::generate().map_err(Failure::input)
+}
+
+/// Runs the push and the fetch and prints the summary.
+pub async fn run(args: &Args) -> Result<(), Failure> {
+    let outcome = push_and_fetch(args).await?;
+    if outcome.ok() {
+        Ok(())
+    } else {
+        Err(Failure::check(outcome.verdict()))
+    }
+}
+
+async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
+    let count = usize::from(args.count);
+    let response_size = count
+        .checked_mul(args.blob_size.saturating_add(ITEM_OVERHEAD))
+        .and_then(|n| n.checked_add(ITEM_OVERHEAD))
+        .filter(|&n| n <= DEFAULT_MAX_FRAME_LENGTH);
+    if response_size.is_none() {
+        return Err(Failure::input(format!(
+            "{count} commits of {} B would not fit one {} MiB BatchSyncResponse: push fewer (--count) or smaller (--blob-size)",
+            args.blob_size,
+            DEFAULT_MAX_FRAME_LENGTH >> 20
+        )));
+    }
+
+    // Where to connect, and to whom the handshakes are addressed.
+    let (target, server, serving) = match &args.connect {
+        Some(spec) => (
+            Target::parse(spec, args.transport, args.prefix)?,
+            None,
+            None,
+        ),
+        None => {
+            let bind =
+                |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));
+            let listener = TcpListener::bind("127.0.0.1:0").await.map_err(bind)?;
+            let addr = listener.local_addr().map_err(bind)?;
+            let name = args
+                .service_name
+                .clone()
+                .unwrap_or_else(|| addr.to_string());
+            let server = Arc::new(SyncServer::new(new_key()?, name, args.fault));
+            let task = tokio::spawn(Arc::clone(&server).serve(
+                listener,
+                args.transport,
+                args.prefix,
+                false,
+            ));
+            (
+                Target::local(addr, args.transport, args.prefix),
+                Some(server),
+                Some(task),
+            )
+        }
+    };
+    let audience = match (&server, args.server_id, &args.service_name) {
+        (_, Some(id), _) => Audience::Known(id),
+        (_, None, Some(name)) => Audience::discover(name.as_bytes()),
+        (Some(s), None, None) => Audience::Known(s.key.peer_id()),
+        (None, None, None) => Audience::discover(target.authority().as_bytes()),
+    };
+    let addressed = match (audience, &args.service_name) {
+        (Audience::Known(id), _) => format!("the server key {id}"),
+        (Audience::Discover(_), Some(name)) => format!("the service name {name:?}"),
+        (Audience::Discover(_), None) => format!(
+            "the service name {:?} (the HOST:PORT of --connect)",
+            target.authority()
+        ),
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let key_a = match &args.key {
+        Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
+        None => new_key()?,
+    };
+    let plan = Plan::new(&key_a, seed, count, args.blob_size).map_err(Failure::input)?;
+    println!(
+        "bijou sync: {count} chained commits x {} B into tree {}.. over {target}, window {}, seed {seed}",
+        args.blob_size,
+        plan.tree.to_string().get(..8).unwrap_or_default(),
+        args.window
+    );
+    println!(
+        "  server       {}",
+        match (&server, audience) {
+            (Some(s), Audience::Known(_)) => format!(
+                "in process: S {}.. (in-memory store), addressed by its key",
+                short(s.key.peer_id())
+            ),
+            (Some(s), Audience::Discover(_)) => format!(
+                "in process: S {}.. (in-memory store), addressed by service name {:?}",
+                short(s.key.peer_id()),
+                s.service_name
+            ),
+            (None, Audience::Known(id)) => format!("{}.., addressed by its key", short(id)),
+            (None, Audience::Discover(_)) => format!(
+                "addressed by service name {:?}",
+                args.service_name
+                    .clone()
+                    .unwrap_or_else(|| target.authority())
+            ),
+        }
+    );
+
+    let bar = progress::bar(plan.commits.len() as u64, "commits acked");
+    let job = ClientJob {
+        target,
+        audience,
+        addressed,
+        window: usize::from(args.window),
+        ack_timeout: Duration::from_millis(args.ack_timeout),
+        bar: bar.clone(),
+    };
+    let bound = Duration::from_secs(args.timeout);
+    let result = tokio::time::timeout(bound, client(&job, key_a, &plan)).await;
+    bar.finish_and_clear();
+    if let Some(task) = serving {
+        task.abort();
+    }
+    let mut outcome = match result {
+        Err(_) => {
+            return Err(Failure::network(format!(
+                "timed out after {bound:?} (--timeout); the server stopped answering"
+            )))
+        }
+        Ok(outcome) => outcome?,
+    };
+    outcome.server = server.map(|s| s.stats());
+    outcome.print(&plan, usize::from(args.window));
+    Ok(outcome)
+}
+
+// ---------------------------------------------------------------- client
+
+/// The commits to push, made and signed before the clock starts.
+struct Plan {
+    tree: SedimentreeId,
+    commits: Vec<Planned>,
+}
+
+struct Planned {
+    head: CommitId,
+    /// The encoded LooseCommit message.
+    frame: Bytes,
+    /// The signed commit's bytes.
+    signed: Bytes,
+    blob: Bytes,
+}
+
+impl Plan {
+    fn new(key: &SigningKey, seed: u64, count: usize, blob_size: usize) -> Result<Self, AnyError> {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let tree = SedimentreeId::new(rand::random());
+        let mut parent: Option<CommitId> = None;
+        let mut commits = Vec::with_capacity(count);
+        for counter in 1..=count as u64 {
+            let mut blob = vec![0u8; blob_size];
+            rng.fill_bytes(&mut blob);
+            let blob = Blob::new(blob);
+            let head = CommitId::new(rng.random());
+            let commit = LooseCommit::new(tree, head, parent, blob.meta());
+            parent = Some(head);
+            let signed = Signed::seal(key, &commit)?;
+            let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
+                id: tree,
+                sender_heads: RemoteHeads::new(counter, [head]),
+                item: SignedItem::new(signed.clone(), blob.clone()),
+            }));
+            commits.push(Planned {
+                head,
+                frame: msg.encode()?,
+                signed: signed.into_bytes(),
+                blob: blob.into_bytes(),
+            });
+        }
+        Ok(Self { tree, commits })
+    }
+}
+
+struct ClientJob {
+    target: Target,
+    audience: Audience,
+    /// The audience in words, for errors.
+    addressed: String,
+    window: usize,
+    ack_timeout: Duration,
+    bar: ProgressBar,
+}
+
+/// Everything the client saw.
+#[derive(Debug, Default)]
+struct Outcome {
+    pusher: Option<PeerId>,
+    fetcher: Option<PeerId>,
+    remote: Option<PeerId>,
+    handshakes: (Duration, Duration),
+    push: PushOutcome,
+    fetch: FetchOutcome,
+    server: Option<ServerStats>,
+    expected: usize,
+}
+
+#[derive(Debug, Default)]
+struct PushOutcome {
+    acked: usize,
+    unacked: usize,
+    /// Messages from the server we could not accept.
+    rejected: usize,
+    /// Other messages (another tree, another kind), ignored.
+    other: usize,
+    bytes: u64,
+    rtts: Vec<Duration>,
+    elapsed: Duration,
+    problems: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct FetchOutcome {
+    answered: bool,
+    returned: usize,
+    identical: usize,
+    rejected: usize,
+    altered: usize,
+    unexpected: usize,
+    missing: usize,
+    bytes: usize,
+    elapsed: Duration,
+    last_is_head: bool,
+    problems: Vec<String>,
+}
+
+/// Connection 1 pushes, then connection 2 fetches.
+async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outcome, Failure> {
+    let mut outcome = Outcome {
+        expected: plan.commits.len(),
+        ..Outcome::default()
+    };
+    let (mut conn, handshake) = job
+        .target
+        .open(&key_a, job.audience, &job.addressed)
+        .await?;
+    outcome.pusher = Some(conn.local_peer());
+    outcome.remote = Some(conn.remote_peer());
+    outcome.handshakes.0 = handshake;
+    outcome.push = push(&mut conn, plan, job).await;
+    // Every commit is acknowledged or timed out by now; closing gracefully
+    // lets a server finish what it still sends (acknowledgements of
+    // duplicates, its close reply) instead of meeting a reset.
+    let _ = conn.shutdown(CLOSE_GRACE).await;
+
+    let key_b = new_key()?;
+    let (mut conn, handshake) = job
+        .target
+        .open(&key_b, job.audience, &job.addressed)
+        .await?;
+    outcome.fetcher = Some(conn.local_peer());
+    outcome.handshakes.1 = handshake;
+    outcome.fetch = fetch(
+        &mut conn,
+        plan,
+        job.ack_timeout.max(Duration::from_secs(10)),
+    )
+    .await;
+    let _ = conn.shutdown(CLOSE_GRACE).await;
+    Ok(outcome)
+}
+
+/// Sends the commits, up to `window` in flight, and matches each to the
+/// HeadsUpdate that names it.
+async fn push(conn: &mut Connection<Carrier>, plan: &Plan, job: &ClientJob) -> PushOutcome {
+    let mut out = PushOutcome {
+        rtts: Vec::with_capacity(plan.commits.len()),
+        ..PushOutcome::default()
+    };
+    let started = Instant::now();
+    let index: HashMap<CommitId, usize> = plan
+        .commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.head, i))
+        .collect();
+    let mut pending: VecDeque<(usize, Instant)> = VecDeque::with_capacity(job.window);
+    let mut next = 0;
+    loop {
+        while pending.len() < job.window && next < plan.commits.len() {
+            let frame = plan.commits[next].frame.clone();
+            let len = frame.len() as u64;
+            let at = Instant::now();
+            if let Err(e) = conn.send_bytes(frame).await {
+                out.problems
+                    .push(format!("sending commit #{} failed: {e}", next + 1));
+                break;
+            }
+            out.bytes += len;
+            pending.push_back((next, at));
+            next += 1;
+        }
+        let Some(&(oldest, sent_at)) = pending.front() else {
+            break;
+        };
+        let deadline = tokio::time::Instant::from_std(sent_at + job.ack_timeout);
+        let received = match tokio::time::timeout_at(deadline, conn.recv()).await {
+            Err(_) => {
+                pending.pop_front();
+                out.unacked += 1;
+                out.problems.push(format!(
+                    "no HeadsUpdate naming commit #{} within {:?}",
+                    oldest + 1,
+                    job.ack_timeout
+                ));
+                continue;
+            }
+            Ok(Err(e)) => {
+                out.problems.push(format!("connection 1 failed: {e}"));
+                break;
+            }
+            Ok(Ok(None)) => {
+                out.problems
+                    .push("the server closed connection 1".to_owned());
+                break;
+            }
+            Ok(Ok(Some(received))) => received,
+        };
+        let now = Instant::now();
+        match received.result {
+            Ok(Delivered::Sync(VerifiedMessage {
+                message: SyncMessage::HeadsUpdate(update),
+                ..
+            })) if update.id == plan.tree => {
+                // Cumulative: the newest of our commits it names covers
+                // every pending commit sent before it.
+                let newest = update
+                    .heads
+                    .heads()
+                    .iter()
+                    .filter_map(|h| index.get(h))
+                    .max();
+                let Some(&newest) = newest else {
+                    out.other += 1;
+                    continue;
+                };
+                pending.retain(|&(i, at)| {
+                    if i <= newest {
+                        out.rtts.push(now.duration_since(at));
+                        out.acked += 1;
+                        job.bar.inc(1);
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+            Ok(_) => out.other += 1,
+            Err(why) => {
+                out.rejected += 1;
+                out.problems
+                    .push(format!("rejected a server message: {why}"));
+            }
+        }
+    }
+    // Whatever is still pending or unsent when the loop broke off.
+    out.unacked += pending.len() + (plan.commits.len() - next);
+    out.elapsed = started.elapsed();
+    out
+}
+
+/// Asks for the whole tree and checks the answer against the plan.
+async fn fetch(conn: &mut Connection<Carrier>, plan: &Plan, wait: Duration) -> FetchOutcome {
+    let mut out = FetchOutcome::default();
+    let nonce: u64 = rand::random();
+    let seed = FingerprintSeed::new(rand::random(), rand::random());
+    let me = conn.local_peer();
+    let request = BatchSyncRequest::new(plan.tree, me, nonce, false, seed, [], []);
+    let started = Instant::now();
+    if let Err(e) = conn.send(Message::Sync(request.into())).await {
+        out.problems
+            .push(format!("sending the BatchSyncRequest failed: {e}"));
+        out.missing = plan.commits.len();
+        return out;
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let received = match tokio::time::timeout_at(deadline, conn.recv()).await {
+            Err(_) => {
+                out.problems
+                    .push(format!("no BatchSyncResponse within {wait:?}"));
+                break;
+            }
+            Ok(Err(e)) => {
+                out.problems.push(format!("connection 2 failed: {e}"));
+                break;
+            }
+            Ok(Ok(None)) => {
+                out.problems
+                    .push("the server closed connection 2".to_owned());
+                break;
+            }
+            Ok(Ok(Some(received))) => received,
+        };
+        let verified = match received.result {
+            Ok(Delivered::Sync(verified)) => verified,
+            Ok(_) => continue,
+            Err(why) => {
+                out.problems
+                    .push(format!("rejected a server message: {why}"));
+                continue;
+            }
+        };
+        let SyncMessage::BatchSyncResponse(response) = &verified.message else {
+            continue;
+        };
+        if response.nonce != nonce || response.id != plan.tree {
+            continue;
+        }
+        out.elapsed = started.elapsed();
+        out.bytes = received.bytes.len();
+        if response.requestor != me {
+            out.problems
+                .push("the response names another requestor".to_owned());
+        }
+        check_response(&mut out, plan, response, &verified.rejected);
+        return out;
+    }
+    out.missing = plan.commits.len();
+    out
+}
+
+/// Checks a BatchSyncResponse: every item verified, each one a commit we
+/// pushed, byte for byte, and none missing.
+fn check_response(
+    out: &mut FetchOutcome,
+    plan: &Plan,
+    response: &BatchSyncResponse,
+    rejected: &[RejectedItem],
+) {
+    out.answered = true;
+    if let Some(last) = plan.commits.last() {
+        out.last_is_head = response.responder_heads.heads().contains(&last.head);
+    }
+    let diff = match &response.result {
+        SyncResult::Ok(diff) => diff,
+        other => {
+            out.problems.push(format!("the server answered {other:?}"));
+            out.missing = plan.commits.len();
+            return;
+        }
+    };
+    let sent: HashMap<&[u8], usize> = plan
+        .commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.signed.as_ref(), i))
+        .collect();
+    let bad: HashMap<usize, &RejectedItem> = rejected.iter().map(|r| (r.index, r)).collect();
+    let mut seen = HashSet::with_capacity(plan.commits.len());
+    out.returned = diff.commits().len();
+    for (index, item) in diff.commits().iter().enumerate() {
+        if let Some(why) = bad.get(&index) {
+            out.rejected += 1;
+            out.problems.push(format!("returned commit {why}"));
+            continue;
+        }
+        match sent.get(item.signed().as_bytes()) {
+            Some(&i) if item.blob().as_bytes() == plan.commits[i].blob.as_ref() => {
+                if seen.insert(i) {
+                    out.identical += 1;
+                }
+            }
+            Some(&i) => {
+                out.altered += 1;
+                out.problems
+                    .push(format!("commit #{}'s blob came back altered", i + 1));
+            }
+            None => {
+                out.unexpected += 1;
+                out.problems.push(format!(
+                    "returned commit {index} is not one we pushed (signed by {})",
+                    short(item.signed().peer_id())
+                ));
+            }
+        }
+    }
+    if !diff.fragments().is_empty() {
+        out.unexpected += diff.fragments().len();
+        out.problems.push(format!(
+            "{} fragments returned, none pushed",
+            diff.fragments().len()
+        ));
+    }
+    out.missing = plan.commits.len() - out.identical;
+    if out.missing > 0 {
+        let first = (0..plan.commits.len()).find(|i| !seen.contains(i));
+        if let Some(i) = first {
+            out.problems.push(format!(
+                "{} pushed commits did not come back (first: #{})",
+                out.missing,
+                i + 1
+            ));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- report
+
+impl Outcome {
+    fn ok(&self) -> bool {
+        let (p, f) = (&self.push, &self.fetch);
+        self.expected > 0
+            && p.acked == self.expected
+            && p.unacked == 0
+            && p.rejected == 0
+            && f.answered
+            && f.identical == self.expected
+            && f.rejected == 0
+            && f.altered == 0
+            && f.unexpected == 0
+            && f.missing == 0
+            && p.problems.is_empty()
+            && f.problems.is_empty()
+    }
+
+    /// One line: what went wrong, for the exit message.
+    fn verdict(&self) -> String {
+        let (p, f) = (&self.push, &self.fetch);
+        if !f.answered {
+            return format!(
+                "{} of {} commits acknowledged, and the fetch got no BatchSyncResponse",
+                p.acked, self.expected
+            );
+        }
+        format!(
+            "{} of {} commits acknowledged, {} fetched back identical; unacked {}, rejected {}, altered {}, unexpected {}, missing {}",
+            p.acked,
+            self.expected,
+            f.identical,
+            p.unacked,
+            p.rejected + f.rejected,
+            f.altered,
+            f.unexpected,
+            f.missing
+        )
+    }
+
+    fn print(&self, plan: &Plan, window: usize) {
+        let (p, f) = (&self.push, &self.fetch);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        if let (Some(a), Some(b), Some(s)) = (self.pusher, self.fetcher, self.remote) {
+            println!(
+                "  handshake    ok: A {}.. (push) and B {}.. (fetch) <-> S {}.. in {:.2} / {:.2} ms",
+                short(a),
+                short(b),
+                short(s),
+                ms(self.handshakes.0),
+                ms(self.handshakes.1)
+            );
+        }
+        println!(
+            "  push         {}/{} commits acknowledged by a HeadsUpdate",
+            p.acked, self.expected
+        );
+        println!(
+            "  bytes        {:.2} MB pushed ({:.0} B per message on average)",
+            p.bytes as f64 / 1e6,
+            p.bytes as f64 / plan.commits.len().max(1) as f64
+        );
+        let secs = p.elapsed.as_secs_f64().max(1e-9);
+        println!(
+            "  throughput   {:.0} commits/s, {:.1} MB/s in {:.2} s",
+            p.acked as f64 / secs,
+            p.bytes as f64 / 1e6 / secs,
+            secs
+        );
+        let mut rtts = p.rtts.clone();
+        rtts.sort_unstable();
+        let pct = |q: f64| -> String {
+            let idx = ((rtts.len().saturating_sub(1)) as f64 * q).round() as usize;
+            rtts.get(idx)
+                .map_or("-".to_owned(), |d| format!("{:.2} ms", ms(*d)))
+        };
+        println!(
+            "  round trip   p50 {}, p99 {} (LooseCommit sent -> HeadsUpdate received, up to {window} in flight)",
+            pct(0.50),
+            pct(0.99)
+        );
+        if f.answered {
+            println!(
+                "  fetch        {}/{} commits back, byte for byte, in one BatchSyncResponse of {:.2} MB in {:.2} ms{}",
+                f.identical,
+                self.expected,
+                f.bytes as f64 / 1e6,
+                ms(f.elapsed),
+                if f.last_is_head {
+                    "; server heads: the last commit"
+                } else {
+                    "; server heads do not name the last commit"
+                }
+            );
+        } else {
+            println!("  fetch        no BatchSyncResponse");
+        }
+        if let Some(s) = self.server {
+            println!(
+                "  server       stored {} commits ({} duplicate, {} refused, {} rejected), answered {} sync request(s)",
+                s.stored, s.duplicates, s.refused, s.rejected, s.requests
+            );
+        }
+        println!(
+            "  problems     unacked {}, rejected {}, altered {}, unexpected {}, missing {}",
+            p.unacked,
+            p.rejected + f.rejected,
+            f.altered,
+            f.unexpected,
+            f.missing
+        );
+        const SHOWN: usize = 5;
+        let problems: Vec<&String> = p.problems.iter().chain(&f.problems).collect();
+        for why in problems.iter().take(SHOWN) {
+            println!("  problem      {why}");
+        }
+        if problems.len() > SHOWN {
+            println!("  problem      ... and {} more", problems.len() - SHOWN);
+        }
+        println!("{}", if self.ok() { "OK" } else { "FAILED" });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::{Store, Stored};
+    use bijou_frame::net::message::Fingerprint;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse<const N: usize>(argv: [&str; N]) -> Result<Args, clap::Error> {
+        Cmd::try_parse_from(argv).map(|c| c.args)
+    }
+
+    fn args(extra: &[&str]) -> Args {
+        let mut argv = vec!["sync", "--seed", "7", "--timeout", "30"];
+        argv.extend_from_slice(extra);
+        Cmd::try_parse_from(argv).expect("valid flags").args
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn default_run_pushes_and_fetches_every_commit() {
+        let a = args(&["--count", "40"]);
+        assert_eq!(
+            (a.transport, a.window, a.blob_size),
+            (TransportArg::Ws, 1, 1024)
+        );
+        let outcome = push_and_fetch(&a).await.expect("runs");
+        assert!(outcome.ok(), "{outcome:?}");
+        assert_eq!(outcome.push.rtts.len(), 40);
+        assert_eq!(outcome.fetch.identical, 40);
+        assert!(outcome.fetch.last_is_head);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tcp_pipelined_and_service_name_runs_succeed() {
+        let a = args(&["--count", "60", "--transport", "tcp", "--window", "8"]);
+        assert!(push_and_fetch(&a).await.expect("runs").ok());
+        let a = args(&[
+            "--count",
+            "20",
+            "--service-name",
+            "sync.test",
+            "--blob-size",
+            "0",
+        ]);
+        assert!(push_and_fetch(&a).await.expect("runs").ok());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn server_mistakes_are_detected() {
+        let cases = [
+            (Fault::DropAck, "unacked"),
+            (Fault::OmitCommit, "missing"),
+            (Fault::CorruptBlob, "rejected"),
+            (Fault::ForeignCommit, "unexpected"),
+        ];
+        for (fault, what) in cases {
+            let mut a = args(&["--count", "10", "--ack-timeout", "300"]);
+            a.fault = fault;
+            let o = push_and_fetch(&a).await.expect("runs");
+            assert!(!o.ok(), "{fault:?} went unnoticed");
+            let count = match what {
+                "unacked" => o.push.unacked,
+                "missing" => o.fetch.missing,
+                "rejected" => o.fetch.rejected,
+                _ => o.fetch.unexpected,
+            };
+            assert_eq!(count, 1, "{fault:?}: {o:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_response_that_cannot_fit_is_refused_up_front() {
+        let a = args(&["--count", "65535", "--blob-size", "1024"]);
+        let err = push_and_fetch(&a).await.expect_err("too big");
+        assert!(err.to_string().contains("would not fit"), "{err}");
+        assert!(parse(["sync", "--count", "0"]).is_err());
+        assert!(parse(["sync", "--count", "65536"]).is_err());
+    }
+
+    #[test]
+    fn server_ids_parse_from_hex() {
+        let id = PeerId::from_bytes([0xAB; 32]);
+        let with_id = |s: &str| parse(["sync", "--connect", "ws://127.0.0.1:1", "--server-id", s]);
+        assert_eq!(
+            with_id(&id.to_string()).map(|a| a.server_id).ok(),
+            Some(Some(id))
+        );
+        assert!(with_id("abcd").is_err());
+        assert!(with_id(&"zz".repeat(32)).is_err());
+        // A server id needs --connect and excludes a service name.
+        assert!(parse(["sync", "--server-id", &id.to_string()]).is_err());
+        let both = [
+            "sync",
+            "--connect",
+            "ws://h:1",
+            "--server-id",
+            &"ab".repeat(32),
+            "--service-name",
+            "x",
+        ];
+        assert!(parse(both).is_err());
+    }
+
+    #[test]
+    fn heads_follow_the_chain_and_duplicates_are_not_new() {
+        let key = new_key().expect("key");
+        let plan = Plan::new(&key, 1, 3, 8).expect("plan");
+        let mut store = Store::default();
+        let decode = |p: &Planned| {
+            let Ok(Message::Sync(SyncMessage::LooseCommit(m))) = Message::decode(p.frame.clone())
+            else {
+                panic!("a LooseCommit")
+            };
+            m
+        };
+        let mut parent: Option<CommitId> = None;
+        for p in &plan.commits {
+            let m = decode(p);
+            let parents: Vec<CommitId> = parent.into_iter().collect();
+            let stored = store.insert(plan.tree, p.head, &parents, m.item);
+            assert!(matches!(stored, Stored::New { ref heads, .. } if heads == &[p.head]));
+            parent = Some(p.head);
+        }
+        let again = decode(&plan.commits[0]);
+        assert!(matches!(
+            store.insert(plan.tree, plan.commits[0].head, &[], again.item),
+            Stored::Duplicate
+        ));
+        // A request listing the first commit's fingerprint gets the other two.
+        let seed = FingerprintSeed::new(1, 2);
+        let listed = [
+            seed.fingerprint(&plan.commits[0].head),
+            Fingerprint::from_u64(9),
+        ];
+        let request = BatchSyncRequest::new(plan.tree, key.peer_id(), 5, false, seed, listed, []);
+        let (missing, requested, heads) = store.diff(&request);
+        assert_eq!(missing.len(), 2);
+        assert_eq!(requested, vec![Fingerprint::from_u64(9)]);
+        assert_eq!(heads, vec![plan.commits[2].head]);
+    }
+}

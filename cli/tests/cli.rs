@@ -1,0 +1,478 @@
+//! The built `bijou` binary, run as a user runs it: outputs, exit codes,
+//! and one clear line on stderr for every kind of bad input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIJOU: &str = env!("CARGO_BIN_EXE_bijou");
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bijou-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn bijou(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIJOU)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bijou runs")
+}
+
+fn bijou_stdin(dir: &Path, args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(BIJOU)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bijou runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // A reader that stops early is fine: ignore a broken pipe.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().expect("bijou ends")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Exit code, stdout, stderr.
+fn run(out: &Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
+/// Exactly one line on stderr, starting `error: `, containing `what`.
+fn one_error_line(stderr: &str, what: &str) {
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {stderr}");
+    assert!(lines[0].starts_with("error: "), "{stderr}");
+    assert!(lines[0].contains(what), "{what:?} not in {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+fn keygen(dir: &Path, name: &str) -> String {
+    let (code, out, err) = run(&bijou(dir, &["keygen", "--out", name]));
+    assert_eq!(code, 0, "{err}");
+    let id = out.trim().to_owned();
+    assert_eq!(id.len(), 64, "{out}");
+    id
+}
+
+#[test]
+fn keygen_writes_a_key_file_and_never_overwrites_one() {
+    let dir = scratch("keygen");
+    let id = keygen(&dir, "me.key");
+    let key = std::fs::read_to_string(dir.join("me.key")).expect("key file");
+    assert_eq!(key.len(), 65);
+    assert!(key.trim().chars().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(
+        key.trim(),
+        id,
+        "the file holds the seed, stdout the public id"
+    );
+    let (code, _, err) = run(&bijou(&dir, &["keygen", "--out", "me.key"]));
+    assert_eq!(code, 2);
+    one_error_line(&err, "never overwrites");
+    assert_eq!(std::fs::read_to_string(dir.join("me.key")).ok(), Some(key));
+}
+
+#[test]
+fn a_signed_file_verifies_and_names_its_signer_and_digest() {
+    let dir = scratch("sign");
+    let id = keygen(&dir, "me.key");
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.join("data.bin"), &data).expect("write");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &["blob", "sign", "data.bin", "--key", "me.key"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("signature in data.bin.sig"), "{out}");
+    let digest = blake3::hash(&data).to_hex().to_string();
+    let (code, out, err) = run(&bijou(&dir, &["blob", "verify", "data.bin"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("OK data.bin: signed by "), "{out}");
+    assert!(
+        out.contains(&id) && out.contains(&digest) && out.contains("300000 B"),
+        "{out}"
+    );
+    // --signer with the right id passes; stdin gives the same answer.
+    let (code, _, err) = run(&bijou(
+        &dir,
+        &["blob", "verify", "data.bin", "--signer", &id],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&bijou_stdin(
+        &dir,
+        &["blob", "verify", "-", "data.bin.sig"],
+        &data,
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&digest), "{out}");
+    // Signing from stdin needs --out, and gives the same signature bytes.
+    let (code, _, err) = run(&bijou_stdin(
+        &dir,
+        &["blob", "sign", "-", "--key", "me.key"],
+        &data,
+    ));
+    assert_eq!(code, 2);
+    one_error_line(&err, "--out");
+    let args = ["blob", "sign", "-", "--key", "me.key", "--out", "stdin.sig"];
+    let (code, _, err) = run(&bijou_stdin(&dir, &args, &data));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("stdin.sig")).ok(),
+        std::fs::read(dir.join("data.bin.sig")).ok(),
+        "one statement, one encoding"
+    );
+}
+
+#[test]
+fn any_changed_byte_of_file_or_signature_fails_with_a_reason() {
+    let dir = scratch("tamper");
+    keygen(&dir, "me.key");
+    std::fs::write(dir.join("f"), b"the quick brown fox").expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "sign", "f", "--key", "me.key"]));
+    assert_eq!(code, 0, "{err}");
+    let sig = std::fs::read(dir.join("f.sig")).expect("sig");
+    assert_eq!(sig.len(), 4 + 32 + 32 + 1 + 64);
+
+    // The file: a changed byte is a digest mismatch, a longer file a size one.
+    std::fs::write(dir.join("f"), b"the quick brown fix").expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f"]));
+    assert_eq!(code, 1);
+    one_error_line(&err, "the file changed after it was signed");
+    assert!(err.contains("blob digest is"), "{err}");
+    // Stdin closed early: a truncated file.
+    let (code, _, err) = run(&bijou_stdin(
+        &dir,
+        &["blob", "verify", "-", "f.sig"],
+        b"the quick",
+    ));
+    assert_eq!(code, 1);
+    one_error_line(&err, "blob is 9 bytes, expected 19");
+    std::fs::write(dir.join("f"), b"the quick brown fox").expect("write");
+
+    // Every single-bit flip of the signature file fails, as malformed (2)
+    // or as not verifying (1), never silently.
+    for bit in 0..sig.len() * 8 {
+        let mut flipped = sig.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        std::fs::write(dir.join("f.sig"), &flipped).expect("write");
+        let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f"]));
+        assert!(code == 1 || code == 2, "bit {bit}: exit {code}: {err}");
+        assert_eq!(err.lines().count(), 1, "bit {bit}: {err}");
+    }
+    // Truncated and extended signature files are malformed input.
+    for bad in [&sig[..sig.len() - 1], &sig[..10], &[][..]] {
+        std::fs::write(dir.join("f.sig"), bad).expect("write");
+        let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f"]));
+        assert_eq!(code, 2, "{err}");
+        one_error_line(&err, "is not a valid signature file");
+    }
+    let mut longer = sig.clone();
+    longer.push(0);
+    std::fs::write(dir.join("f.sig"), &longer).expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f"]));
+    assert_eq!(code, 2);
+    one_error_line(&err, "is not a valid signature file");
+    std::fs::write(dir.join("f.sig"), vec![0u8; 10_000]).expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f"]));
+    assert_eq!(code, 2);
+    one_error_line(&err, "longer than");
+}
+
+#[test]
+fn another_signer_is_named_when_one_is_required() {
+    let dir = scratch("signer");
+    let mine = keygen(&dir, "me.key");
+    let theirs = keygen(&dir, "them.key");
+    std::fs::write(dir.join("f"), b"x").expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "sign", "f", "--key", "them.key"]));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f", "--signer", &mine]));
+    assert_eq!(code, 1);
+    one_error_line(
+        &err,
+        &format!("is signed by {theirs}, not by the required --signer {mine}"),
+    );
+}
+
+#[test]
+fn bad_files_and_keys_get_one_line_and_exit_2() {
+    let dir = scratch("badinput");
+    keygen(&dir, "me.key");
+    std::fs::write(dir.join("f"), b"x").expect("write");
+    std::fs::create_dir_all(dir.join("d")).expect("dir");
+    std::fs::write(dir.join("short.key"), "abcd\n").expect("write");
+    std::fs::write(dir.join("nothex.key"), "zz".repeat(32)).expect("write");
+    std::fs::write(dir.join("empty"), b"").expect("write");
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["blob", "sign", "missing", "--key", "me.key"],
+            "cannot read missing",
+        ),
+        (&["blob", "sign", "d", "--key", "me.key"], "is a directory"),
+        (
+            &["blob", "sign", "f", "--key", "short.key"],
+            "64 hex digits",
+        ),
+        (
+            &["blob", "sign", "f", "--key", "nothex.key"],
+            "64 hex digits",
+        ),
+        (
+            &["blob", "sign", "f", "--key", "missing.key"],
+            "key file missing.key",
+        ),
+        (&["blob", "verify", "f"], "cannot read f.sig"),
+        (&["blob", "verify", "missing"], "cannot read missing"),
+    ];
+    for (args, what) in cases {
+        let (code, _, err) = run(&bijou(&dir, args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        one_error_line(&err, what);
+    }
+    // An empty file is a file: signed and verified like any other.
+    let (code, _, err) = run(&bijou(&dir, &["blob", "sign", "empty", "--key", "me.key"]));
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&bijou(&dir, &["blob", "verify", "empty"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(", 0 B"), "{out}");
+}
+
+#[test]
+fn every_subcommand_has_its_own_help_with_an_example() {
+    let dir = scratch("help");
+    for (sub, says) in [
+        (&["keygen"][..], "Make a new signing key"),
+        (&["blob", "sign"][..], "Sign a file"),
+        (
+            &["blob", "verify"][..],
+            "Verify a file against its signature",
+        ),
+        (&["inspect"][..], "Decode and check a capture"),
+        (&["serve"][..], "keeps nothing across restarts"),
+        (&["sync"][..], "Push signed commits"),
+        (&["echo"][..], "Echo signed commits"),
+    ] {
+        let mut args = sub.to_vec();
+        args.push("--help");
+        let (code, out, err) = run(&bijou(&dir, &args));
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(says), "{sub:?}: {out}");
+        assert!(out.contains("Example:"), "{sub:?}: {out}");
+        assert!(out.contains("Exit codes"), "{sub:?}: {out}");
+    }
+}
+
+#[test]
+fn zero_counts_and_windows_are_refused_with_a_range_error() {
+    let dir = scratch("ranges");
+    for args in [
+        &["echo", "--peers", "0"][..],
+        &["echo", "--window", "0"][..],
+        &["echo", "--count", "0"][..],
+        &["sync", "--count", "0"][..],
+        &["sync", "--window", "0"][..],
+    ] {
+        let (code, _, err) = run(&bijou(&dir, args));
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains("not in 1.."), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn inspect_detects_the_prefix_and_hex_and_hints_when_forced_wrong() {
+    let dir = scratch("inspect");
+    // A capture with the LEB128 prefix, from the echo load test.
+    let (code, _, err) = run(&bijou(
+        &dir,
+        &[
+            "echo",
+            "--count",
+            "2",
+            "--blob-size",
+            "100",
+            "--prefix",
+            "leb128",
+            "--capture",
+            "c.cap",
+        ],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(&bijou(&dir, &["inspect", "c.cap"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(leb128, 158 bytes)"), "{out}");
+    assert!(
+        out.ends_with("3 frame(s), 3 ok, 0 with problems\n"),
+        "{out}"
+    );
+    let hex: String = std::fs::read(dir.join("c.cap"))
+        .expect("capture")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (code, out, err) = run(&bijou_stdin(&dir, &["inspect"], hex.as_bytes()));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("3 ok"), "{out}");
+    // Forced to the wrong prefix: the report fails, and stderr says what to try.
+    let (code, out, err) = run(&bijou(&dir, &["inspect", "c.cap", "--prefix", "u32-be"]));
+    assert_ne!(code, 0);
+    assert!(!out.contains("hint"), "hints go to stderr: {out}");
+    assert!(err.contains("try --prefix leb128"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Starts `bijou serve` on an ephemeral port; returns it, its address and
+/// its peer id (from its first line).
+fn serve(dir: &Path) -> (Child, String, String) {
+    let mut child = Command::new(BIJOU)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve runs");
+    let mut first = String::new();
+    let mut log = BufReader::new(child.stdout.take().expect("stdout"));
+    log.read_line(&mut first).expect("a first line");
+    // Keep reading the log, as a terminal would.
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    // "sync server S <id> listening on WebSocket ws://127.0.0.1:PORT/; ..."
+    let id = first
+        .split_whitespace()
+        .nth(3)
+        .unwrap_or_default()
+        .to_owned();
+    let addr = first
+        .split("ws://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:") && id.len() == 64, "{first}");
+    (child, addr, id)
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn sync_against_serve_and_the_audience_hint() {
+    let dir = scratch("sync");
+    let (child, addr, id) = serve(&dir);
+    let _server = Killed(child);
+    let started = Instant::now();
+    let url = format!("ws://{addr}");
+    let (code, out, err) = run(&bijou(&dir, &["sync", "--connect", &url, "--count", "20"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("20/20 commits back, byte for byte"), "{out}");
+    // The same with the server pinned by its id, and with `localhost`.
+    let local = addr.replace("127.0.0.1", "localhost");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &[
+            "sync",
+            "--connect",
+            &local,
+            "--count",
+            "5",
+            "--server-id",
+            &id,
+        ],
+    ));
+    assert_eq!(code, 0, "{out}{err}");
+    // `localhost:PORT` is not the service name the server answers to.
+    let (code, _, err) = run(&bijou(&dir, &["sync", "--connect", &local, "--count", "5"]));
+    assert_eq!(code, 3);
+    one_error_line(&err, "InvalidAudience");
+    assert!(
+        err.contains(&format!("we addressed the service name \"{local}\"")),
+        "{err}"
+    );
+    assert!(err.contains("--service-name"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn echo_at_a_sync_server_says_it_is_not_an_echo_server() {
+    let dir = scratch("notecho");
+    let (child, addr, id) = serve(&dir);
+    let _server = Killed(child);
+    let url = format!("ws://{addr}");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &[
+            "echo",
+            "--connect",
+            &url,
+            "--server-id",
+            &id,
+            "--count",
+            "10",
+            "--timeout",
+            "20",
+        ],
+    ));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("not an echo server"), "{out}");
+    assert!(!out.contains("altered 10"), "{out}");
+    assert!(
+        !out.contains("MB each way"),
+        "no bytes figure for nothing echoed: {out}"
+    );
+    one_error_line(&err, "not an echo server");
+}
+
+#[test]
+fn echo_that_cannot_connect_reports_no_lost_frames() {
+    let dir = scratch("refused");
+    // A port nobody listens on: bind one, then free it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a port");
+    let target = format!("localhost:{port}");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &["echo", "--connect", &target, "--count", "1000"],
+    ));
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(
+        !out.contains("lost"),
+        "frames never sent are not lost: {out}"
+    );
+    one_error_line(&err, &format!("cannot connect to {target}"));
+}
+
+#[test]
+fn an_address_in_use_is_named() {
+    let dir = scratch("inuse");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    for args in [["serve", "--listen", &addr], ["echo", "--listen", &addr]] {
+        let (code, _, err) = run(&bijou(&dir, &args));
+        assert_eq!(code, 2, "{args:?}: {err}");
+        one_error_line(&err, &format!("cannot listen on {addr}"));
+    }
+}

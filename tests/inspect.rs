@@ -1,0 +1,201 @@
+//! The public inspection API (`bijou_frame::inspect`): reports, offsets,
+//! stream errors, and prefix/hex detection on real captures.
+
+use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixKind, U32Be};
+use bijou_frame::inspect::{detect, hex::parse_hex, inspect, scan, Status, StreamError};
+use bijou_frame::net::message::{
+    Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
+    RemoteHeads, SedimentreeId, SignedItem, SyncMessage,
+};
+use bijou_frame::net::FrameCodec;
+use bijou_frame::prelude::{Identity, Wire};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed};
+use bytes::BytesMut;
+use tokio_util::codec::Encoder;
+
+fn messages() -> [bytes::Bytes; 2] {
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let hello = Challenge::new(Audience::Known(key.peer_id()), 1_700_000_000, [2; 16]);
+    let tree = SedimentreeId::new([3; 32]);
+    let blob = Blob::new(vec![4u8; 300]);
+    let commit = LooseCommit::new(tree, CommitId::new([5; 32]), [], blob.meta());
+    let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
+        id: tree,
+        sender_heads: RemoteHeads::default(),
+        item: SignedItem::new(Signed::seal(&key, &commit).expect("seal"), blob),
+    }));
+    let challenge = HandshakeMessage::Challenge(Signed::seal(&key, &hello).expect("seal"));
+    [
+        challenge.encode().expect("encode"),
+        msg.encode().expect("encode"),
+    ]
+}
+
+fn capture() -> Vec<u8> {
+    let mut wire = BytesMut::new();
+    let mut codec = FrameCodec::new();
+    for m in messages() {
+        codec.encode(m, &mut wire).expect("frame");
+    }
+    wire.to_vec()
+}
+
+fn run(input: &[u8]) -> (String, bijou_frame::inspect::Summary) {
+    let mut out = Vec::new();
+    let summary = inspect(input, PrefixKind::Bijou64, &mut out).expect("write");
+    (String::from_utf8(out).expect("utf8"), summary)
+}
+
+#[test]
+fn a_clean_capture_decodes_and_verifies() {
+    let (text, summary) = run(&capture());
+    assert_eq!(summary.status(), Status::Clean, "{text}");
+    assert!(text.contains("#0 @0 (0x000000)  prefix 9e (bijou64, 158 bytes)"));
+    assert!(text.contains("SUH\\0 Challenge"));
+    assert!(text.contains("#1 @159"));
+    assert!(text.contains("LooseCommit (tag 00)"));
+    assert_eq!(text.matches("valid (verify_strict)").count(), 2);
+    assert!(text.contains("300 B, digest"));
+    assert_eq!(summary.to_string(), "2 frame(s), 2 ok, 0 with problems");
+}
+
+#[test]
+fn a_tampered_blob_is_reported_and_the_next_frame_still_read() {
+    let mut wire = capture();
+    let last = wire.len() - 1;
+    wire[last] ^= 1;
+    wire.extend_from_slice(&capture());
+    let (text, summary) = run(&wire);
+    assert_eq!(summary.status(), Status::BadFrames, "{text}");
+    assert!(text.contains("MISMATCH: blob digest"));
+    assert_eq!(summary.to_string(), "4 frame(s), 3 ok, 1 with problems");
+}
+
+#[test]
+fn truncation_and_bad_prefixes_are_reported_at_their_offset() {
+    let wire = capture();
+    let (_, summary) = run(&wire[..200]);
+    assert_eq!(summary.status(), Status::BadStream);
+    let error = summary.stream_error.expect("broken").to_string();
+    assert!(
+        error.contains("error at offset 159 (0x00009f): prefix f9 "),
+        "{error}"
+    );
+    assert!(error.contains("but only 38 byte(s) follow"), "{error}");
+
+    let mut overflow = wire.clone();
+    overflow.extend_from_slice(&[0xFF; 9]);
+    let (_, summary) = run(&overflow);
+    assert!(matches!(
+        summary.stream_error,
+        Some(StreamError::BadPrefix { offset, .. }) if offset == wire.len()
+    ));
+    let error = summary.stream_error.expect("broken").to_string();
+    assert!(error.contains("overflows u64"), "{error}");
+
+    let (_, summary) = run(&[0xF9, 0x00]);
+    let error = summary.stream_error.expect("broken").to_string();
+    assert!(error
+        .contains("error at offset 0 (0x000000): the stream ends inside a bijou64 length prefix"));
+}
+
+#[test]
+fn truncation_at_every_offset_is_a_stream_error_or_fewer_frames() {
+    let wire = capture();
+    for end in 0..wire.len() {
+        let summary = scan(&wire[..end], PrefixKind::Bijou64);
+        let whole_frames = usize::from(end >= 159);
+        assert_eq!(summary.frames, whole_frames as u64, "{end}");
+        assert_eq!(
+            summary.stream_error.is_some(),
+            end != 0 && end != 159,
+            "{end}"
+        );
+    }
+}
+
+#[test]
+fn a_malformed_message_in_a_good_frame_is_reported_with_its_payload_offset() {
+    let mut wire = vec![8];
+    wire.extend_from_slice(b"SUM\0junk");
+    let (text, summary) = run(&wire);
+    assert_eq!(summary.status(), Status::BadFrames);
+    assert!(text.contains("MALFORMED message (payload starts at offset 1"));
+}
+
+#[test]
+fn detection_finds_each_prefix_and_hex_text() {
+    let [challenge, commit] = messages();
+    for prefix in PrefixKind::ALL {
+        let mut wire = Vec::new();
+        for m in [&challenge, &commit] {
+            let len = u64::try_from(m.len()).expect("small");
+            let (bytes, n) = match prefix {
+                PrefixKind::U32Be => U32Be::encode(len),
+                PrefixKind::Leb128 => Leb128::encode(len),
+                _ => Bijou64::encode(len),
+            }
+            .expect("fits");
+            wire.extend_from_slice(&bytes[..n]);
+            wire.extend_from_slice(m);
+        }
+        let found = detect(&wire).expect("a reading");
+        assert_eq!((found.hex, found.prefix), (false, prefix));
+        assert_eq!(found.summary.status(), Status::Clean);
+
+        let text: String = wire.iter().map(|b| format!("{b:02x} ")).collect();
+        let found = detect(text.as_bytes()).expect("a reading");
+        assert_eq!((found.hex, found.prefix), (true, prefix));
+        assert_eq!(parse_hex(text.as_bytes()).expect("hex"), wire);
+    }
+    assert!(detect(b"").is_none());
+    assert!(detect(&[0xFF; 64]).is_none());
+}
+
+/// What the `inspect` fuzz target asserts, over every truncation, every
+/// single-bit flip and pseudo-random bytes: the inspector agrees with the
+/// shared oracle (same frames, same verdicts, same summary) under each
+/// prefix, and never panics.
+fn agrees_with_the_oracle(data: &[u8]) {
+    use bijou_test_support::checks::check_inspect;
+    fn one<P: LengthPrefix>(data: &[u8]) {
+        let summary = scan(data, P::KIND);
+        let report = check_inspect::<P>(data);
+        assert_eq!(summary.status() == Status::BadStream, report.broken);
+        assert_eq!(
+            (summary.frames as usize, summary.bad as usize),
+            (report.frames, report.bad)
+        );
+    }
+    one::<Bijou64>(data);
+    one::<Leb128>(data);
+    one::<U32Be>(data);
+    if let Some(found) = detect(data) {
+        assert!(found.summary.good() > 0);
+    }
+}
+
+#[test]
+fn mutated_captures_agree_with_the_fuzz_oracle() {
+    let wire = capture();
+    for end in 0..=wire.len() {
+        agrees_with_the_oracle(&wire[..end]);
+    }
+    for bit in 0..wire.len() * 8 {
+        let mut flipped = wire.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        agrees_with_the_oracle(&flipped);
+    }
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for len in 0..200 {
+        let random: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        agrees_with_the_oracle(&random);
+    }
+}
