@@ -9,7 +9,8 @@
 //! - every keyhive message kind, built and signed by them, decodes;
 //! - our root delegation is their `StaticEvent` byte for byte, with their
 //!   hash;
-//! - a message signed by another key than the handshake's is refused.
+//! - a message signed by another key than the handshake's is refused;
+//! - a reordered or non-shortest envelope: theirs accepts, ours refuses.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::collections::BTreeMap;
@@ -433,4 +434,50 @@ fn their_tampered_signature_and_forged_sender_are_refused() {
         assert!(ours.clone().verify(client_key().peer_id()).is_ok());
         assert!(ours.verify(peer(&me)).is_err());
     });
+}
+
+/// Where ours is stricter than theirs, side by side: their decoder takes
+/// a reordered envelope and a non-shortest map head; ours refuses both.
+#[test]
+fn a_reordered_or_non_shortest_envelope_is_accepted_by_theirs_and_refused_by_ours() {
+    let client = client_key();
+    let ours = SukMessage {
+        contact_card: None,
+        signed: bijou_proto::keyhive::SignedKeyhive::sign(
+            &client,
+            KeyhiveMessage::RequestContactCard {
+                sender: KeyhivePeer::new(client.peer_id()),
+                target: KeyhivePeer::new(client.peer_id()),
+            },
+        )
+        .unwrap(),
+    };
+    let bytes = ours.to_bytes().unwrap();
+    // CBOR after the 8-byte header: A2 6B "contactCard" 60 66 "signed" <bytes>.
+    let cbor = &bytes[8..];
+    let card = &cbor[1..14]; // key and empty text
+    let signed = &cbor[14..];
+    let frame = |cbor: Vec<u8>| {
+        let mut out = b"SUK\0".to_vec();
+        out.extend_from_slice(&((8 + cbor.len()) as u32).to_be_bytes());
+        out.extend_from_slice(&cbor);
+        Bytes::from(out)
+    };
+    let reordered = frame([&[0xA2][..], signed, card].concat());
+    let long_head = frame([&[0xB8, 0x02][..], card, signed].concat());
+    for (bytes, name) in [(reordered, "reordered"), (long_head, "non-shortest")] {
+        let theirs = TheirFrame::try_decode(&bytes)
+            .unwrap()
+            .into_signed()
+            .unwrap_or_else(|e| panic!("{name}: theirs refused: {e}"));
+        let _ = theirs;
+        let err = SukMessage::from_bytes(&bytes).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                KeyhiveError::CborKey { .. } | KeyhiveError::NonCanonical { .. }
+            ),
+            "{name}: {err}"
+        );
+    }
 }
