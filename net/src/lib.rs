@@ -39,6 +39,7 @@
 mod budget_timer;
 pub mod connection;
 pub mod handshake;
+pub mod keyhive;
 pub mod message_codec;
 mod tokio_clock;
 pub mod transport;

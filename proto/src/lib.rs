@@ -43,6 +43,7 @@
 
 pub mod ephemeral;
 pub mod handshake;
+pub mod keyhive;
 pub mod message;
 pub mod nonce_cache;
 pub mod session;

@@ -17,6 +17,10 @@
 //!                                        ▼                                          again at t (poll_timeout)
 //!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
 //!
+//!   keyhive ("SUK\0") bytes ── handle_message ──► decoded (malformed: answered at once);
+//!                                 poll_work ──► its signature, paid from the budget, checked
+//!                                               against the handshake's peer ──► poll_event()
+//!
 //!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
 //!                                               Subscribe/Unsubscribe) ──► bytes to send
 //!   (the one send rule, however a message leaves: encoded here, written
@@ -91,6 +95,7 @@ use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
 use crate::handshake::Authenticated;
+use crate::keyhive::{SukMessage, KEYHIVE_SCHEMA};
 use crate::message::ephemeral::{TAG_SUBSCRIBE, TAG_UNSUBSCRIBE};
 use crate::message::{
     EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, EPHEMERAL_SCHEMA,
@@ -99,7 +104,7 @@ use crate::message::{
 use crate::time::Now;
 use crate::verify_budget::{Bucket, VerifyBudget};
 
-use pending::{Pending, Start};
+use pending::{Pending, PendingKeyhive, Start};
 pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 
 /// Signed items verified in one [`Session::poll_work`] step by default.
@@ -267,6 +272,26 @@ impl Session {
     pub fn handle_message(&mut self, bytes: Bytes, now: Now) -> Result<(), Busy> {
         if !self.wants_message() {
             return Err(Busy(bytes));
+        }
+        if bytes.starts_with(&KEYHIVE_SCHEMA) {
+            // Decoded now; its one signature is checked in poll_work,
+            // paid for from the budget like any other.
+            match SukMessage::from_bytes(&bytes) {
+                Ok(message) => {
+                    self.pending = Some(Box::new(Pending::Keyhive(PendingKeyhive {
+                        bytes,
+                        message: Some(message),
+                        peer: self.remote.peer(),
+                    })));
+                }
+                Err(e) => {
+                    self.ready = Some(Box::new(Received {
+                        bytes,
+                        result: Err(Rejected::Keyhive(e)),
+                    }));
+                }
+            }
+            return Ok(());
         }
         let frame = MessageFrame::decode(bytes);
         let ephemeral = match frame.message {
@@ -436,8 +461,21 @@ impl Session {
 /// let received = verify_message(bytes::Bytes::from_static(b"SUM\0junk"));
 /// assert!(matches!(received.result, Err(Rejected::Malformed(_))));
 /// ```
+///
+/// A keyhive (`SUK\0`) message is checked against the key it names (no
+/// handshake says whose it should be).
 #[must_use]
 pub fn verify_message(bytes: Bytes) -> Received {
+    if bytes.starts_with(&KEYHIVE_SCHEMA) {
+        let result = SukMessage::from_bytes(&bytes)
+            .and_then(|message| {
+                let issuer = message.signed.issuer;
+                message.verify(issuer)
+            })
+            .map(|verified| Delivered::Keyhive(Box::new(verified)))
+            .map_err(Rejected::Keyhive);
+        return Received { bytes, result };
+    }
     pending::verify_at_once(bytes)
 }
 

@@ -7,9 +7,11 @@ use bytes::Bytes;
 
 use super::received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 use crate::ephemeral::{EphemeralRejected, EphemeralSession, SubscribeOutcome};
+use crate::keyhive::{KeyhiveError, SukMessage};
 use crate::message::{EphemeralMessage, Message, MessageFrame, SignedEphemeral, SyncMessage};
 use crate::message::{VerifiedItem, VerifyItemError};
 use crate::verify_budget::Bucket;
+use bijou_signing::PeerId;
 
 /// Blob bytes checked (hashed with BLAKE3) in one step at most, unless a
 /// single item's blob is larger: 1 MiB, about 0.3 ms of one core.
@@ -40,6 +42,16 @@ pub(super) enum Step {
 pub(super) enum Pending {
     Sync(PendingSync),
     Ephemeral(PendingEphemeral),
+    Keyhive(PendingKeyhive),
+}
+
+/// A keyhive message, decoded, its one signature still to check against
+/// the handshake's peer (paid for from the budget like any other).
+#[derive(Debug)]
+pub(super) struct PendingKeyhive {
+    pub(super) bytes: Bytes,
+    pub(super) message: Option<SukMessage>,
+    pub(super) peer: PeerId,
 }
 
 /// An ephemeral message that passed the cheap checks at `now`.
@@ -121,7 +133,7 @@ impl Pending {
     pub(super) fn finish(self) -> Option<Received> {
         match self {
             Self::Sync(pending) => Some(pending.finish()),
-            Self::Ephemeral(_) => None,
+            Self::Ephemeral(_) | Self::Keyhive(_) => None,
         }
     }
 
@@ -134,6 +146,26 @@ impl Pending {
         now: Instant,
     ) -> Step {
         match self {
+            Self::Keyhive(pending) => {
+                if let Err(at) = budget.try_spend(1, now) {
+                    return Step::Wait(at);
+                }
+                let result = match pending.message.take() {
+                    Some(message) => message
+                        .verify(pending.peer)
+                        .map(|verified| Delivered::Keyhive(Box::new(verified)))
+                        .map_err(Rejected::Keyhive),
+                    // Stepped again after Done: never, kept typed.
+                    None => Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
+                        got: "nothing",
+                        expected: "a pending keyhive message",
+                    })),
+                };
+                Step::Done(Box::new(Received {
+                    bytes: std::mem::take(&mut pending.bytes),
+                    result,
+                }))
+            }
             Self::Ephemeral(pending) => {
                 if let Err(at) = budget.try_spend(1, now) {
                     return Step::Wait(at);
@@ -273,6 +305,15 @@ pub(super) fn verify_at_once(bytes: Bytes) -> Received {
                 .verify_strict()
                 .map(Delivered::Ephemeral)
                 .map_err(|e| Rejected::Ephemeral(EphemeralRejected::Signature(e))),
+        },
+        // `start` never makes one (keyhive messages go through the session
+        // or `verify_message` directly).
+        Start::Verify(Pending::Keyhive(pending)) => Received {
+            bytes: pending.bytes,
+            result: Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
+                got: "a keyhive message",
+                expected: "a sync or ephemeral message",
+            })),
         },
     }
 }

@@ -8,6 +8,7 @@
 //!                                                        items named in `rejected`
 //!            = Ok(Delivered::Ephemeral(Verified<..>))    subscribed, in time, fresh, verified
 //!            = Ok(Delivered::Subscribed | Unsubscribed | SubscribeRejected)
+//!            = Ok(Delivered::Keyhive(VerifiedSuk))       a SUK message signed by the peer
 //!            = Err(Rejected)                             consumed whole; the connection stays up
 //! ```
 
@@ -15,6 +16,7 @@ use bijou_signing::Verified;
 use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralRejected, SubscribeOutcome};
+use crate::keyhive::{KeyhiveError, VerifiedSuk};
 use crate::message::{
     EphemeralPayload, HandshakeMessage, MessageError, SyncMessage, Topics, VerifiedItem,
     VerifyItemError,
@@ -64,6 +66,10 @@ pub enum Rejected {
     /// A handshake message after the handshake completed.
     #[error("unexpected handshake message after the handshake")]
     UnexpectedHandshake(Box<HandshakeMessage>),
+    /// A keyhive (`SUK\0`) message that is malformed, or not signed by
+    /// the handshake's peer.
+    #[error("keyhive message rejected: {0}")]
+    Keyhive(#[source] KeyhiveError),
     /// An ephemeral message that failed a check: too large, stale or in
     /// the future, for a topic we did not subscribe to, a duplicate, or a
     /// bad signature (see [`ephemeral`](crate::ephemeral)).
@@ -86,6 +92,8 @@ pub enum Delivered {
     Unsubscribed(Topics),
     /// The peer refused some of our subscriptions.
     SubscribeRejected(Topics),
+    /// A keyhive (`SUK\0`) message, signed by the handshake's peer.
+    Keyhive(Box<VerifiedSuk>),
 }
 
 impl Delivered {
@@ -103,6 +111,15 @@ impl Delivered {
     pub fn as_sync(&self) -> Option<&VerifiedMessage> {
         match self {
             Self::Sync(verified) => Some(verified),
+            _ => None,
+        }
+    }
+
+    /// The keyhive message, if this is one.
+    #[must_use]
+    pub fn into_keyhive(self) -> Option<VerifiedSuk> {
+        match self {
+            Self::Keyhive(verified) => Some(*verified),
             _ => None,
         }
     }

@@ -1,0 +1,337 @@
+//! Strict CBOR reading over [`minicbor`]'s decoder: only the definite-length
+//! forms keyhive's encoder (ciborium) writes, every item checked against
+//! the layout before it is read, lengths checked against the bytes that
+//! remain before anything is sliced or allocated, offsets absolute in the
+//! `SUK\0` message. Shortest form is checked by the callers, which
+//! re-encode what they read and compare ([`first_difference`]).
+//!
+//! ```text
+//!   initial byte:  major type (3 bits) | additional info (5 bits)
+//!                  info 0..=23: the value itself; 24/25/26/27: a 1/2/4/8-byte
+//!                  big-endian argument follows; 28..=30 reserved; 31
+//!                  indefinite length (refused here)
+//! ```
+
+use minicbor::Decoder;
+
+use super::error::KeyhiveError;
+
+const MAJOR_UNSIGNED: u8 = 0;
+const MAJOR_BYTES: u8 = 2;
+const MAJOR_TEXT: u8 = 3;
+const MAJOR_ARRAY: u8 = 4;
+const MAJOR_MAP: u8 = 5;
+/// `null` (major 7, simple value 22).
+const NULL: u8 = 0xF6;
+
+/// What an initial byte says is there, for errors.
+fn describe(initial: u8) -> &'static str {
+    match (initial >> 5, initial & 31) {
+        (_, 28..=30) => "a reserved initial byte",
+        (2, 31) => "an indefinite-length byte string",
+        (3, 31) => "an indefinite-length text string",
+        (4, 31) => "an indefinite-length array",
+        (5, 31) => "an indefinite-length map",
+        (0, _) => "an unsigned integer",
+        (1, _) => "a negative integer",
+        (2, _) => "a byte string",
+        (3, _) => "a text string",
+        (4, _) => "an array",
+        (5, _) => "a map",
+        (6, _) => "a tag",
+        (7, 20 | 21) => "a boolean",
+        (7, 22) => "null",
+        (7, 31) => "a break",
+        _ => "a float or simple value",
+    }
+}
+
+/// A strict cursor over one CBOR item sequence.
+pub(crate) struct CborReader<'b> {
+    d: Decoder<'b>,
+    base: usize,
+}
+
+impl<'b> CborReader<'b> {
+    /// A reader over `input`, which starts at absolute offset `base`.
+    pub(crate) fn new(input: &'b [u8], base: usize) -> Self {
+        Self {
+            d: Decoder::new(input),
+            base,
+        }
+    }
+
+    /// Absolute offset of the next unread byte.
+    pub(crate) fn offset(&self) -> usize {
+        self.base.saturating_add(self.d.position())
+    }
+
+    /// Position relative to the reader's input.
+    pub(crate) fn position(&self) -> usize {
+        self.d.position()
+    }
+
+    fn remaining(&self) -> usize {
+        self.d.input().len().saturating_sub(self.d.position())
+    }
+
+    /// Checks that the next item has major type `major` with a definite
+    /// argument that is all there; returns the argument and the head's
+    /// length.
+    fn head(
+        &self,
+        field: &'static str,
+        major: u8,
+        expected: &'static str,
+    ) -> Result<(u64, usize), KeyhiveError> {
+        let input = self.d.input();
+        let pos = self.d.position();
+        let have = self.remaining();
+        let Some(&initial) = input.get(pos) else {
+            return Err(KeyhiveError::CborTruncated {
+                field,
+                offset: self.offset(),
+                need: 1,
+                have,
+            });
+        };
+        let info = initial & 31;
+        if initial >> 5 != major || info > 27 {
+            return Err(KeyhiveError::CborType {
+                field,
+                offset: self.offset(),
+                expected,
+                found: describe(initial),
+            });
+        }
+        let extra = match info {
+            24 => 1,
+            25 => 2,
+            26 => 4,
+            27 => 8,
+            _ => 0,
+        };
+        let Some(arg_bytes) = input.get(pos + 1..pos + 1 + extra) else {
+            return Err(KeyhiveError::CborTruncated {
+                field,
+                offset: self.offset(),
+                need: 1 + extra as u64,
+                have,
+            });
+        };
+        let arg = if extra == 0 {
+            u64::from(info)
+        } else {
+            arg_bytes
+                .iter()
+                .fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+        };
+        Ok((arg, 1 + extra))
+    }
+
+    /// A definite-length map of exactly `len` entries.
+    pub(crate) fn map(&mut self, field: &'static str, len: u64) -> Result<(), KeyhiveError> {
+        let offset = self.offset();
+        let (found, _) = self.head(field, MAJOR_MAP, "a map")?;
+        if found != len {
+            return Err(KeyhiveError::CborMapLen {
+                field,
+                offset,
+                expected: len,
+                found,
+            });
+        }
+        self.d.map().map_err(|_| self.internal(field))?;
+        Ok(())
+    }
+
+    /// The text key `key`, exactly.
+    pub(crate) fn key(&mut self, key: &'static str) -> Result<(), KeyhiveError> {
+        let offset = self.offset();
+        let found = self.text(key, 64)?;
+        if found != key {
+            return Err(KeyhiveError::CborKey {
+                expected: key,
+                offset,
+            });
+        }
+        Ok(())
+    }
+
+    /// A definite-length byte string of at most `max` bytes, borrowed;
+    /// with its content's absolute offset.
+    pub(crate) fn bytes(
+        &mut self,
+        field: &'static str,
+        max: u64,
+    ) -> Result<(&'b [u8], usize), KeyhiveError> {
+        let offset = self.offset();
+        let (len, head) = self.head(field, MAJOR_BYTES, "a byte string")?;
+        self.check_len(field, offset, len, head, max)?;
+        let content = offset + head;
+        let bytes = self.d.bytes().map_err(|_| self.internal(field))?;
+        Ok((bytes, content))
+    }
+
+    /// A byte string of exactly `N` bytes.
+    pub(crate) fn byte_array<const N: usize>(
+        &mut self,
+        field: &'static str,
+    ) -> Result<[u8; N], KeyhiveError> {
+        let offset = self.offset();
+        let (bytes, _) = self.bytes(field, u64::MAX)?;
+        bytes.try_into().map_err(|_| KeyhiveError::WrongLength {
+            field,
+            offset,
+            len: bytes.len(),
+            expected: N,
+        })
+    }
+
+    /// A definite-length UTF-8 text string of at most `max` bytes.
+    pub(crate) fn text(&mut self, field: &'static str, max: u64) -> Result<&'b str, KeyhiveError> {
+        let offset = self.offset();
+        let (len, head) = self.head(field, MAJOR_TEXT, "a text string")?;
+        self.check_len(field, offset, len, head, max)?;
+        self.d
+            .str()
+            .map_err(|_| KeyhiveError::Utf8 { field, offset })
+    }
+
+    fn check_len(
+        &self,
+        field: &'static str,
+        offset: usize,
+        len: u64,
+        head: usize,
+        max: u64,
+    ) -> Result<(), KeyhiveError> {
+        if len > max {
+            return Err(KeyhiveError::TooLong {
+                field,
+                offset,
+                len,
+                max,
+            });
+        }
+        let have = self.remaining();
+        if len > (have - head) as u64 {
+            return Err(KeyhiveError::CborTruncated {
+                field,
+                offset,
+                need: len.saturating_add(head as u64),
+                have,
+            });
+        }
+        Ok(())
+    }
+
+    /// A definite-length array's count, refused if even `min_item` bytes
+    /// per element could not fit in what remains (so a caller may reserve
+    /// `count` elements).
+    pub(crate) fn array(
+        &mut self,
+        field: &'static str,
+        min_item: usize,
+    ) -> Result<usize, KeyhiveError> {
+        let offset = self.offset();
+        let (count, head) = self.head(field, MAJOR_ARRAY, "an array")?;
+        let have = self.remaining();
+        let need = count
+            .saturating_mul(min_item as u64)
+            .saturating_add(head as u64);
+        if need > have as u64 {
+            return Err(KeyhiveError::CborTruncated {
+                field,
+                offset,
+                need,
+                have,
+            });
+        }
+        self.d.array().map_err(|_| self.internal(field))?;
+        // `need <= have`, so the count fits a usize.
+        usize::try_from(count).map_err(|_| KeyhiveError::CborTruncated {
+            field,
+            offset,
+            need,
+            have,
+        })
+    }
+
+    /// An unsigned integer.
+    pub(crate) fn u64(&mut self, field: &'static str) -> Result<u64, KeyhiveError> {
+        let (value, _) = self.head(field, MAJOR_UNSIGNED, "an unsigned integer")?;
+        self.d.u64().map_err(|_| self.internal(field))?;
+        Ok(value)
+    }
+
+    /// Whether the next item is `null`.
+    pub(crate) fn at_null(&self) -> bool {
+        self.d.input().get(self.d.position()) == Some(&NULL)
+    }
+
+    /// Consumes a `null`.
+    pub(crate) fn null(&mut self, field: &'static str) -> Result<(), KeyhiveError> {
+        self.d.null().map_err(|_| self.internal(field))
+    }
+
+    /// Every byte read, or [`ReadError::TrailingBytes`](bijou_codec::ReadError::TrailingBytes).
+    pub(crate) fn finish(&self) -> Result<(), KeyhiveError> {
+        let count = self.remaining();
+        if count == 0 {
+            Ok(())
+        } else {
+            Err(bijou_codec::ReadError::TrailingBytes {
+                offset: self.offset(),
+                count,
+            }
+            .into())
+        }
+    }
+
+    /// An error for a read the checks above said would succeed (never
+    /// reached; kept typed rather than a panic).
+    fn internal(&self, field: &'static str) -> KeyhiveError {
+        let found = self
+            .d
+            .input()
+            .get(self.d.position())
+            .map_or("the end of the message", |&b| describe(b));
+        KeyhiveError::CborType {
+            field,
+            offset: self.offset(),
+            expected: "a well-formed CBOR item",
+            found,
+        }
+    }
+}
+
+/// The first index where `a` and `b` differ (or the shorter length).
+pub(crate) fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    if a == b {
+        return None;
+    }
+    Some(
+        a.iter()
+            .zip(b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len())),
+    )
+}
+
+/// A CBOR writer into a `Vec` (infallible: `Vec` grows).
+pub(crate) type CborWriter = minicbor::Encoder<Vec<u8>>;
+
+/// Runs `f` on a fresh writer and returns the bytes. Writing into a `Vec`
+/// cannot fail; the error arm is unreachable but kept typed.
+pub(crate) fn write_cbor(
+    f: impl FnOnce(&mut CborWriter) -> Result<(), minicbor::encode::Error<core::convert::Infallible>>,
+) -> Result<Vec<u8>, KeyhiveError> {
+    let mut w = minicbor::Encoder::new(Vec::new());
+    f(&mut w).map_err(|_| KeyhiveError::Overflow {
+        field: "CBOR",
+        len: 0,
+        bits: 64,
+    })?;
+    Ok(w.into_writer())
+}

@@ -1,0 +1,107 @@
+//! `SUK\0` messages through a [`Session`]: delivered as their own kind,
+//! verified against the handshake's peer, and a bad one rejected with a
+//! typed error while the session goes on.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
+use bijou_proto::message::Audience;
+use bijou_proto::session::{verify_message, Delivered, Rejected, Session, Work};
+use bijou_proto::time::Clock;
+use bijou_signing::ed25519_dalek::SigningKey;
+use bijou_signing::Identity;
+use bytes::Bytes;
+
+fn sessions() -> (SigningKey, SigningKey, Session) {
+    let (alice, bob) = (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    );
+    let now = Clock::system().now();
+    let initiator = Initiator::new(
+        &alice,
+        Audience::Known(bob.peer_id()),
+        now.unix_secs,
+        [7; 16],
+    )
+    .unwrap();
+    let answer = Responder::new(HandshakeConfig::default()).answer(
+        &bob,
+        initiator.challenge().clone(),
+        now.unix_secs,
+    );
+    let at_bob = answer.outcome.unwrap();
+    (alice, bob.clone(), Session::new(bob.peer_id(), at_bob))
+}
+
+fn suk_from(signer: &SigningKey, to: &SigningKey) -> Bytes {
+    SukMessage {
+        contact_card: None,
+        signed: SignedKeyhive::sign(
+            signer,
+            KeyhiveMessage::RequestContactCard {
+                sender: KeyhivePeer::new(signer.peer_id()),
+                target: KeyhivePeer::new(to.peer_id()),
+            },
+        )
+        .unwrap(),
+    }
+    .to_bytes()
+    .unwrap()
+}
+
+#[test]
+fn keyhive_messages_are_delivered_verified_and_bad_ones_rejected_without_ending_the_session() {
+    let (alice, bob, mut at_bob) = sessions();
+    let now = Clock::system().now();
+
+    // Signed by the handshake's peer: delivered.
+    at_bob.handle_message(suk_from(&alice, &bob), now).unwrap();
+    assert!(
+        at_bob.poll_event().is_none(),
+        "the signature waits for poll_work"
+    );
+    assert_eq!(at_bob.poll_work(now), Work::Idle);
+    let received = at_bob.poll_event().expect("verified");
+    let verified = received
+        .result
+        .unwrap()
+        .into_keyhive()
+        .expect("a keyhive message");
+    assert_eq!(verified.keyhive().kind_name(), "RequestContactCard");
+
+    // Signed by someone else: rejected, typed.
+    let mallory = SigningKey::from_bytes(&[3; 32]);
+    at_bob
+        .handle_message(suk_from(&mallory, &bob), now)
+        .unwrap();
+    let _ = at_bob.poll_work(now);
+    let received = at_bob.poll_event().unwrap();
+    assert!(matches!(
+        received.result,
+        Err(Rejected::Keyhive(KeyhiveError::WrongSigner { .. }))
+    ));
+
+    // Malformed (a size that disagrees): rejected, typed.
+    let mut bad = suk_from(&alice, &bob).to_vec();
+    bad.push(0);
+    at_bob.handle_message(Bytes::from(bad), now).unwrap();
+    let received = at_bob.poll_event().unwrap();
+    assert!(matches!(
+        received.result,
+        Err(Rejected::Keyhive(KeyhiveError::TotalSize { .. }))
+    ));
+
+    // The session goes on.
+    assert!(at_bob.wants_message());
+    at_bob.handle_message(suk_from(&alice, &bob), now).unwrap();
+    let _ = at_bob.poll_work(now);
+    assert!(matches!(
+        at_bob.poll_event().unwrap().result,
+        Ok(Delivered::Keyhive(_))
+    ));
+
+    // Without a session, checked against the key it names.
+    let received = verify_message(suk_from(&mallory, &bob));
+    assert!(matches!(received.result, Ok(Delivered::Keyhive(_))));
+}
