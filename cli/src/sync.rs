@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::PrefixKind;
 use bijou_frame::net::connection::{Delivered, RejectedItem, VerifiedMessage};
+use bijou_frame::net::keyhive::{check_tree_id, Access, DocumentKey, Grantee, TreeAccess};
 use bijou_frame::net::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, FingerprintSeed,
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
@@ -113,9 +114,85 @@ pub struct Args {
     /// Give up after this many seconds (at least 1).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
+    /// Who may edit the tree if the server enforces keyhive (a default
+    /// `subduction_cli`): public (everyone, so any key may read and push)
+    /// or key (only the pushing key, which then also fetches).
+    #[arg(long, value_enum, default_value_t = AccessArg::Public)]
+    pub access: AccessArg,
     /// What the in-process server gets wrong on purpose (tests only).
     #[arg(skip)]
     pub fault: Fault,
+}
+
+/// `--access`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccessArg {
+    /// Edit for keyhive's Public agent: anyone may read and push.
+    Public,
+    /// Edit for the pushing key only.
+    Key,
+}
+
+/// How long a keyhive probe or registration may take.
+const PROBE_LIMIT: Duration = Duration::from_secs(5);
+const REGISTER_LIMIT: Duration = Duration::from_secs(15);
+
+/// What the keyhive step found.
+#[derive(Debug, Default)]
+enum Keyhive {
+    /// Not run yet.
+    #[default]
+    Skipped,
+    /// The server answered a fetch of the new tree: it does not enforce
+    /// keyhive (or lets anyone read), so no registration.
+    NotEnforced,
+    /// The server enforces keyhive: the document was registered.
+    Registered { took: Duration, access: AccessArg },
+    /// The server enforces keyhive, and registering failed.
+    Failed(String),
+    /// The probe got no answer.
+    Silent,
+}
+
+/// Probes the new tree; registers it as a keyhive document if the server
+/// refuses it (keyhive enforced), before any push.
+async fn keyhive(
+    conn: &mut Connection<Carrier>,
+    key: &SigningKey,
+    job: &ClientJob,
+    tree: SedimentreeId,
+) -> Keyhive {
+    let probe = match conn.probe_access(tree, PROBE_LIMIT).await {
+        Ok(probe) => probe,
+        Err(e) => return Keyhive::Failed(format!("probing tree {tree}: {e}")),
+    };
+    match probe.access {
+        TreeAccess::Unauthorized => {}
+        TreeAccess::Silent => return Keyhive::Silent,
+        _ => return Keyhive::NotEnforced,
+    }
+    if let Err(e) = check_tree_id(tree) {
+        return Keyhive::Failed(e.to_string());
+    }
+    let grantee = match job.access {
+        AccessArg::Public => Grantee::Public,
+        AccessArg::Key => Grantee::Key(key.peer_id()),
+    };
+    let started = Instant::now();
+    let registered = match job.doc.root_delegation(grantee, Access::Edit) {
+        Ok(delegation) => {
+            conn.register_document(key, delegation, REGISTER_LIMIT)
+                .await
+        }
+        Err(e) => return Keyhive::Failed(e.to_string()),
+    };
+    match registered {
+        Ok(_) => Keyhive::Registered {
+            took: started.elapsed(),
+            access: job.access,
+        },
+        Err(e) => Keyhive::Failed(e.to_string()),
+    }
 }
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -215,7 +292,11 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
         Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
         None => new_key()?,
     };
-    let plan = Plan::new(&key_a, seed, count, args.blob_size).map_err(Failure::input)?;
+    // The tree is a keyhive document of our own (tree id = document key),
+    // so a server that enforces keyhive can be told about it.
+    let doc = DocumentKey::from_seed(rand::random());
+    let plan =
+        Plan::new(&key_a, doc.tree_id(), seed, count, args.blob_size).map_err(Failure::input)?;
     println!(
         "bijou sync: {count} chained commits x {} B into tree {}.. over {target}, window {}, seed {seed}",
         args.blob_size,
@@ -249,6 +330,8 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
         target,
         audience,
         addressed,
+        doc,
+        access: args.access,
         window: usize::from(args.window),
         ack_timeout: Duration::from_millis(args.ack_timeout),
         bar: bar.clone(),
@@ -290,9 +373,14 @@ struct Planned {
 }
 
 impl Plan {
-    fn new(key: &SigningKey, seed: u64, count: usize, blob_size: usize) -> Result<Self, AnyError> {
+    fn new(
+        key: &SigningKey,
+        tree: SedimentreeId,
+        seed: u64,
+        count: usize,
+        blob_size: usize,
+    ) -> Result<Self, AnyError> {
         let mut rng = StdRng::seed_from_u64(seed);
-        let tree = SedimentreeId::new(rand::random());
         let mut parent: Option<CommitId> = None;
         let mut commits = Vec::with_capacity(count);
         for counter in 1..=count as u64 {
@@ -322,6 +410,10 @@ impl Plan {
 struct ClientJob {
     target: Target,
     audience: Audience,
+    /// The document whose tree we push to.
+    doc: DocumentKey,
+    /// Who may edit it, if we register it.
+    access: AccessArg,
     /// The audience in words, for errors.
     addressed: String,
     window: usize,
@@ -332,6 +424,7 @@ struct ClientJob {
 /// Everything the client saw.
 #[derive(Debug, Default)]
 struct Outcome {
+    keyhive: Keyhive,
     pusher: Option<PeerId>,
     fetcher: Option<PeerId>,
     remote: Option<PeerId>,
@@ -384,13 +477,25 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     outcome.pusher = Some(conn.local_peer());
     outcome.remote = Some(conn.remote_peer());
     outcome.handshakes.0 = handshake;
+    outcome.keyhive = keyhive(&mut conn, &key_a, job, plan.tree).await;
     outcome.push = push(&mut conn, plan, job).await;
+    if outcome.push.unacked > 0 {
+        // Silence: tell the user why, as far as the server says.
+        if let Ok(probe) = conn.probe_access(plan.tree, PROBE_LIMIT).await {
+            let why = probe.explain(plan.tree, key_a.peer_id());
+            outcome.push.problems.insert(0, why);
+        }
+    }
     // Every commit is acknowledged or timed out by now; closing gracefully
     // lets a server finish what it still sends (acknowledgements of
     // duplicates, its close reply) instead of meeting a reset.
     let _ = conn.shutdown(CLOSE_GRACE).await;
 
-    let key_b = new_key()?;
+    // A key-only document admits only its key: fetch with it too.
+    let key_b = match job.access {
+        AccessArg::Key => key_a.clone(),
+        AccessArg::Public => new_key()?,
+    };
     let (mut conn, handshake) = job
         .target
         .open(&key_b, job.audience, &job.addressed)
@@ -696,6 +801,22 @@ impl Outcome {
                 ms(self.handshakes.1)
             );
         }
+        match &self.keyhive {
+            Keyhive::Skipped => {}
+            Keyhive::NotEnforced => println!(
+                "  keyhive      not enforced (the server answered a fetch of the new tree): no registration"
+            ),
+            Keyhive::Registered { took, access } => println!(
+                "  keyhive      enforced: registered the tree as a document, Edit for {} (SyncConfirmation in {:.2} ms)",
+                match access {
+                    AccessArg::Public => "Public",
+                    AccessArg::Key => "the pushing key only",
+                },
+                ms(*took)
+            ),
+            Keyhive::Failed(why) => println!("  keyhive      enforced, but registering failed: {why}"),
+            Keyhive::Silent => println!("  keyhive      the server answered no probe fetch: pushing anyway"),
+        }
         println!(
             "  push         {}/{} commits acknowledged by a HeadsUpdate",
             p.acked, self.expected
@@ -877,7 +998,8 @@ mod tests {
     #[test]
     fn heads_follow_the_chain_and_duplicates_are_not_new() {
         let key = new_key().expect("key");
-        let plan = Plan::new(&key, 1, 3, 8).expect("plan");
+        let tree = DocumentKey::from_seed([4; 32]).tree_id();
+        let plan = Plan::new(&key, tree, 1, 3, 8).expect("plan");
         let mut store = Store::default();
         let decode = |p: &Planned| {
             let Ok(Message::Sync(SyncMessage::LooseCommit(m))) = Message::decode(p.frame.clone())
