@@ -10,6 +10,8 @@
 //!
 //! The handshake is addressed to the service name `HOST:PORT` (what
 //! `subduction_cli server` answers to by default), or to `--service-name`.
+//! If the server enforces keyhive (the default of `subduction_cli`), the
+//! tree is registered as a keyhive document first.
 //! `bijou sync` is the full tool (windows, key files, framed TCP, an
 //! in-process server, a detailed report).
 
@@ -18,6 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use bijou_frame::net::handshake::HandshakeConfig;
+use bijou_frame::net::keyhive::{Access, DocumentKey, Grantee, TreeAccess};
 use bijou_frame::net::message::{
     Audience, BatchSyncRequest, CommitId, FingerprintSeed, SedimentreeId, SyncMessage, SyncResult,
 };
@@ -68,7 +71,9 @@ async fn run(args: &Args) -> Result<(), Error> {
     let host_port = host_port.split('/').next().unwrap_or(host_port);
     let service = args.service_name.as_deref().unwrap_or(host_port);
     let audience = Audience::discover(service.as_bytes());
-    let tree = SedimentreeId::new(rand::random());
+    // The tree is a keyhive document of ours (tree id = document key).
+    let doc = DocumentKey::from_seed(rand::random());
+    let tree = doc.tree_id();
     println!(
         "pushing {} commits into tree {tree} at {}",
         args.count, args.url
@@ -77,6 +82,13 @@ async fn run(args: &Args) -> Result<(), Error> {
     // Connection 1: push, each commit chained to the previous one.
     let key = key_file::generate()?;
     let mut conn = connect(&args.url, &key, audience).await?;
+    // A server that enforces keyhive (a default subduction_cli) refuses
+    // the new tree: register it as a document, Edit for Public, first.
+    if conn.probe_access(tree, WAIT).await?.access == TreeAccess::Unauthorized {
+        let delegation = doc.root_delegation(Grantee::Public, Access::Edit)?;
+        conn.register_document(&key, delegation, WAIT).await?;
+        println!("  keyhive      registered the tree as a document (Edit for Public)");
+    }
     let mut pushed = Vec::new(); // (signed commit bytes, blob bytes)
     let mut parent = None;
     for n in 1..=args.count {
