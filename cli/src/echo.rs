@@ -29,7 +29,7 @@ use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::net::ConnectError;
 use bijou_frame::net::Connection;
 use bijou_frame::prelude::Wire;
-use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob, Identity, PeerId, Signed};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
@@ -145,9 +145,7 @@ fn discovery_id() -> [u8; 32] {
     *blake3::hash(b"bijou-frame echo").as_bytes()
 }
 
-fn new_key() -> Result<SigningKey, Failure> {
-    key_file::generate().map_err(Failure::input)
-}
+use crate::keygen::new_key;
 
 fn short(peer: PeerId) -> String {
     peer.to_string().chars().take(8).collect()
@@ -331,17 +329,13 @@ async fn in_process_iroh() -> Result<(Target, Arc<Server>), Failure> {
 
 #[cfg(not(feature = "iroh"))]
 async fn listen_iroh(_: SocketAddr) -> Result<(), Failure> {
-    Err(Failure::input(NO_IROH))
+    Err(crate::target::no_iroh())
 }
 
 #[cfg(not(feature = "iroh"))]
 async fn in_process_iroh() -> Result<(Target, Arc<Server>), Failure> {
-    Err(Failure::input(NO_IROH))
+    Err(crate::target::no_iroh())
 }
-
-#[cfg(not(feature = "iroh"))]
-const NO_IROH: &str =
-    "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)";
 
 // ---------------------------------------------------------------- server (B)
 
@@ -528,15 +522,16 @@ struct Outcome {
 async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
     let key = new_key()?;
     let t0 = Instant::now();
+    let addressed = match job.audience {
+        Audience::Known(id) => format!("the server key {id}"),
+        Audience::Discover(_) => "the echo discovery id".to_owned(),
+    };
+    let refused = |e: ConnectError| job.target.refused(&e, &addressed);
     if let Target::Iroh(_) = &job.target {
         let carrier = job.target.carrier().await?;
-        let addressed = match job.audience {
-            Audience::Known(id) => format!("the server key {id}"),
-            Audience::Discover(_) => "the echo discovery id".to_owned(),
-        };
         let conn = Connection::connect(carrier, &key, job.audience, &HandshakeConfig::default())
             .await
-            .map_err(|e| job.target.refused(&e, &addressed))?;
+            .map_err(refused)?;
         let handshake = t0.elapsed();
         return session(job, key, conn, handshake, None)
             .await
@@ -550,9 +545,8 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
     };
     let config = HandshakeConfig::default();
     let capture = job.capture.then_some(captured);
-    let refused =
-        |e: ConnectError| Failure::network(format!("handshake with {} failed: {e}", job.target));
     match &job.target {
+        // Iroh returned above.
         Target::Tcp { .. } | Target::Iroh(_) => {
             let framed = FramedTransport::new(io, P::default());
             let conn = Connection::connect(framed, &key, job.audience, &config)

@@ -28,8 +28,13 @@ pub struct Args {
     pub out: PathBuf,
 }
 
+/// A new key from the operating system's randomness.
+pub fn new_key() -> Result<bijou_frame::signing::ed25519_dalek::SigningKey, Failure> {
+    generate().map_err(Failure::input)
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
-    let key = generate().map_err(Failure::input)?;
+    let key = new_key()?;
     write_key_file(&args.out, &key).map_err(|e| {
         Failure::input(format!(
             "{e}{}",

@@ -561,16 +561,14 @@ async fn serve_iroh(args: &Args, key: SigningKey) -> Result<(), Failure> {
 
 #[cfg(not(feature = "iroh"))]
 async fn serve_iroh(_: &Args, _: SigningKey) -> Result<(), Failure> {
-    Err(Failure::input(
-        "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)",
-    ))
+    Err(crate::target::no_iroh())
 }
 
 /// `bijou serve`: our server alone, until interrupted.
 pub async fn run(args: &Args) -> Result<(), Failure> {
     let key = match &args.key {
         Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
-        None => key_file::generate().map_err(Failure::input)?,
+        None => crate::keygen::new_key()?,
     };
     if args.transport == TransportArg::Iroh {
         return serve_iroh(args, key).await;

@@ -200,9 +200,7 @@ type AnyError = Box<dyn std::error::Error + Send + Sync>;
 /// How long a closing connection waits for the server's side of the close.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
-fn new_key() -> Result<SigningKey, Failure> {
-    key_file::generate().map_err(Failure::input)
-}
+use crate::keygen::new_key;
 
 /// Runs the push and the fetch and prints the summary.
 pub async fn run(args: &Args) -> Result<(), Failure> {
@@ -245,11 +243,7 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
             (Target::Iroh(dial), Some(server), Some(task))
         }
         #[cfg(not(feature = "iroh"))]
-        None if args.transport == TransportArg::Iroh => {
-            return Err(Failure::input(
-                "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)",
-            ))
-        }
+        None if args.transport == TransportArg::Iroh => return Err(crate::target::no_iroh()),
         None => {
             let bind =
                 |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));

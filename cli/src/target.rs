@@ -263,6 +263,13 @@ fn iroh_target(_: &str) -> Result<Target, String> {
     Err(NO_IROH.to_owned())
 }
 
+/// What a bijou built without the `iroh` feature says to `--transport
+/// iroh` or an iroh address.
+#[cfg(not(feature = "iroh"))]
+pub fn no_iroh() -> Failure {
+    Failure::input(NO_IROH)
+}
+
 #[cfg(not(feature = "iroh"))]
 const NO_IROH: &str =
     "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)";
@@ -280,7 +287,7 @@ async fn iroh_carrier(spec: &str) -> Result<Carrier, Failure> {
 
 #[cfg(not(feature = "iroh"))]
 async fn iroh_carrier(_: &str) -> Result<Carrier, Failure> {
-    Err(Failure::input(NO_IROH))
+    Err(no_iroh())
 }
 
 /// One direct-only client endpoint per process (relays off, no

@@ -518,3 +518,15 @@ fn iroh_without_the_feature_says_how_to_get_it() {
         one_error_line(&err, "--features iroh");
     }
 }
+
+#[test]
+fn an_echo_refused_by_audience_says_what_it_addressed() {
+    let dir = scratch("echoaudience");
+    let (child, addr, _) = serve(&dir);
+    let _server = Killed(child);
+    let url = format!("ws://{addr}");
+    let (code, _, err) = run(&bijou(&dir, &["echo", "--connect", &url, "--count", "1"]));
+    assert_eq!(code, 3, "{err}");
+    one_error_line(&err, "we addressed the echo discovery id");
+    assert!(err.contains("--server-id"), "{err}");
+}
