@@ -165,16 +165,12 @@ pub enum StreamError {
 }
 
 fn spaced(bytes: &[u8]) -> String {
-    let mut text = describe::hex(bytes);
-    // "f934" -> "f9 34": a space between every two digits.
-    let mut out = String::with_capacity(text.len() * 3 / 2);
-    for (i, c) in text.drain(..).enumerate() {
-        if i > 0 && i % 2 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
+    // "f9 34": two digits per byte, a space between bytes.
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Walks `input` as frames behind `prefix`, writing one header line per
@@ -273,7 +269,9 @@ pub struct Detected {
 /// frame, then by frames that decode and verify, then by fewer bad ones;
 /// ties go to raw bytes and to the
 /// default prefix ([`PrefixKind::ALL`] order). `None` if no reading has a
-/// single good frame.
+/// single good frame. Each reading is a full [`scan`] (signatures
+/// verified), so detection costs up to six scans of the input: meant for
+/// captures a user hands over, not for bytes from a peer.
 ///
 /// ```
 /// use bijou_frame::framing::prefix::PrefixKind;
@@ -293,32 +291,26 @@ pub struct Detected {
 /// ```
 #[must_use]
 pub fn detect(input: &[u8]) -> Option<Detected> {
-    let mut readings: Vec<(bool, Vec<u8>)> = Vec::with_capacity(2);
-    if hex::looks_like_hex(input) {
-        if let Ok(bytes) = hex::parse_hex(input) {
-            readings.push((true, bytes));
-        }
-    }
+    let parsed = hex::looks_like_hex(input)
+        .then(|| hex::parse_hex(input).ok())
+        .flatten();
+    let readings = std::iter::once((false, input)).chain(parsed.as_deref().map(|b| (true, b)));
+    let rank = |d: &Summary| {
+        (
+            d.stream_error.is_none(),
+            d.bad == 0,
+            d.good(),
+            std::cmp::Reverse(d.bad),
+        )
+    };
     let mut best: Option<Detected> = None;
-    let raw = (false, input);
-    let parsed = readings.iter().map(|(hex, bytes)| (*hex, bytes.as_slice()));
-    for (hex, bytes) in std::iter::once(raw).chain(parsed) {
+    for (hex, bytes) in readings {
         for prefix in PrefixKind::ALL {
             let summary = scan(bytes, prefix);
-            if summary.good() == 0 {
-                continue;
-            }
-            let rank = |d: &Summary| {
-                (
-                    d.stream_error.is_none(),
-                    d.bad == 0,
-                    d.good(),
-                    std::cmp::Reverse(d.bad),
-                )
-            };
-            if best
-                .as_ref()
-                .is_none_or(|b| rank(&summary) > rank(&b.summary))
+            if summary.good() > 0
+                && best
+                    .as_ref()
+                    .is_none_or(|b| rank(&summary) > rank(&b.summary))
             {
                 best = Some(Detected {
                     hex,
