@@ -141,6 +141,7 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// A reader over all of `frame`, at offset 0.
+    #[inline]
     #[must_use]
     pub fn new(frame: &'a Bytes) -> Self {
         Self {
@@ -151,24 +152,28 @@ impl<'a> Reader<'a> {
     }
 
     /// Absolute offset of the next unread byte in the frame.
+    #[inline]
     #[must_use]
     pub fn offset(&self) -> usize {
         self.pos
     }
 
     /// Bytes not yet read.
+    #[inline]
     #[must_use]
     pub fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
     }
 
     /// Whether every byte has been read.
+    #[inline]
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.remaining() == 0
+        self.pos >= self.buf.len()
     }
 
     /// The unread bytes, without consuming them.
+    #[inline]
     #[must_use]
     pub fn rest(&self) -> &'a [u8] {
         self.buf.get(self.pos..).unwrap_or_default()
@@ -379,16 +384,12 @@ impl<'a> Reader<'a> {
     pub fn bijou64(&mut self, field: &'static str) -> Result<u64, ReadError> {
         match bijou64::decode(self.rest()) {
             Ok((value, used)) => {
-                self.pos = self.pos.saturating_add(used);
+                // `used` is at most the unread length, so `pos` stays
+                // within the region (no overflow, no saturation needed).
+                self.pos += used;
                 Ok(value)
             }
-            Err(bijou64::DecodeError::Incomplete { needed }) => {
-                Err(self.truncated(field, self.remaining() + needed))
-            }
-            Err(bijou64::DecodeError::Overflow) => Err(ReadError::Bijou64Overflow {
-                field,
-                offset: self.offset(),
-            }),
+            Err(error) => Err(bijou64_error(field, self.pos, self.remaining(), error)),
         }
     }
 
@@ -486,6 +487,30 @@ impl<'a> Reader<'a> {
                 index,
             }),
         }
+    }
+}
+
+/// The [`ReadError`] for a bijou64 field at `offset`, with `have` bytes
+/// left, that did not decode. Out of line and given plain values (not the
+/// reader), so that the fast path of [`Reader::bijou64`] stays small and
+/// the reader's cursor stays in a register in the decoders it is inlined
+/// into.
+#[cold]
+#[inline(never)]
+fn bijou64_error(
+    field: &'static str,
+    offset: usize,
+    have: usize,
+    error: bijou64::DecodeError,
+) -> ReadError {
+    match error {
+        bijou64::DecodeError::Incomplete { needed } => ReadError::Truncated {
+            field,
+            offset,
+            need: have.saturating_add(needed),
+            have,
+        },
+        bijou64::DecodeError::Overflow => ReadError::Bijou64Overflow { field, offset },
     }
 }
 
