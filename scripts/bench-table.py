@@ -10,6 +10,8 @@ by a peer's (below 1.0 means we are faster).
 
   cargo bench -p bijou-frame-benches --bench varint
   python3 scripts/bench-table.py varint        # the varint shootout preset
+  # or a run saved with `-- --save-baseline run1`:
+  python3 scripts/bench-table.py varint --baseline run1
   python3 scripts/bench-table.py --groups '^decode/' --ours bijou64 \
       --vs bijoux --vs-best prost,unsigned-varint,gimli-leb128
 """
@@ -28,15 +30,16 @@ PRESETS = {
         per="value",
         # The single-value decoder (what Reader::bijou64 runs) has its own
         # ratio to bijoux beside the bulk decoder's.
-        ratio=["bijou64-decode/bijoux"],
+        # `Reader::bijou64` is the same decoder behind the message cursor.
+        ratio=["bijou64-decode/bijoux", "bijou64-reader/bijoux"],
     ),
 }
 
 
-def load(criterion_dir):
+def load(criterion_dir, baseline="new"):
     results = {}
     for root, _dirs, files in os.walk(criterion_dir):
-        if os.path.basename(root) != "new" or "estimates.json" not in files:
+        if os.path.basename(root) != baseline or "estimates.json" not in files:
             continue
         with open(os.path.join(root, "benchmark.json")) as f:
             meta = json.load(f)
@@ -65,6 +68,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("preset", nargs="?", choices=sorted(PRESETS))
     ap.add_argument("--criterion", default=os.path.join("target", "criterion"))
+    ap.add_argument("--baseline", default="new",
+                    help="a run saved with criterion's --save-baseline NAME")
     ap.add_argument("--groups", help="regex on group ids")
     ap.add_argument("--ours")
     ap.add_argument("--vs", help="peer for a ratio column")
@@ -83,16 +88,22 @@ def main():
     if not args.groups or not args.ours:
         ap.error("give a preset or --groups and --ours")
 
-    results = load(args.criterion)
+    results = load(args.criterion, args.baseline)
     pattern = re.compile(args.groups)
     groups = sorted(g for g in results if pattern.search(g))
     if not groups:
         sys.exit(f"no criterion results match {args.groups!r} in {args.criterion}")
-    funcs = []
-    for g in groups:
-        for f in results[g]:
-            if f not in funcs:
-                funcs.append(f)
+    # Ours first, then our other functions, the named peer, and the rest
+    # by name, so that every run prints the same columns in the same order.
+    funcs = sorted(
+        {f for g in groups for f in results[g]},
+        key=lambda f: (
+            f != args.ours,
+            not f.startswith(args.ours),
+            f != args.vs,
+            f,
+        ),
+    )
     best = [b for b in (args.vs_best or "").split(",") if b]
 
     header = ["group"] + funcs

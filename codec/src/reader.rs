@@ -545,6 +545,35 @@ mod tests {
     }
 
     #[test]
+    fn bijou64_in_a_sub_reader_never_reads_past_its_region() {
+        // A tier-2 value (3 bytes) whose region holds only 2 of them, in a
+        // frame long enough for the decoder's 9-byte window: the window
+        // must come from the region, not the frame.
+        let frame = Bytes::from_static(&[0xAA, 0xF9, 0x01, 0xF0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let mut r = Reader::new(&frame);
+        r.u8("header").unwrap();
+        let mut inner = r.sub("inner", 2).unwrap();
+        assert_eq!(
+            inner.bijou64("v"),
+            Err(ReadError::Truncated {
+                field: "v",
+                offset: 1,
+                need: 3,
+                have: 2
+            })
+        );
+        assert_eq!(inner.offset(), 1, "no advance on error");
+        // The same bytes in a region that holds them decode, and the
+        // cursor moves by exactly the encoding's length.
+        let mut whole = Reader::new(&frame);
+        whole.u8("header").unwrap();
+        let mut inner = whole.sub("inner", 3).unwrap();
+        assert_eq!(inner.bijou64("v"), Ok(1000));
+        assert!(inner.is_empty());
+        inner.finish().unwrap();
+    }
+
+    #[test]
     fn failed_reads_do_not_advance() {
         let frame = Bytes::from_static(&[0xF9, 0x00]);
         let mut r = Reader::new(&frame);
