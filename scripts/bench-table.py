@@ -14,6 +14,10 @@ by a peer's (below 1.0 means we are faster).
   python3 scripts/bench-table.py varint --baseline run1
   python3 scripts/bench-table.py --groups '^decode/' --ours bijou64 \
       --vs bijoux --vs-best prost,unsigned-varint,gimli-leb128
+  # the same ratios from several builds (scripts/bench-layouts.sh), one
+  # column per build, with their median, minimum and maximum:
+  python3 scripts/bench-table.py --groups '^decode/' --baseline layouts \
+      --ratio bijou64-decode/bijoux --across target/layouts/*/criterion
 """
 import argparse
 import json
@@ -78,6 +82,9 @@ def main():
                     help="report time per iteration or per element")
     ap.add_argument("--ratio", action="append", default=[],
                     help="an extra ratio column A/B of two functions (repeatable)")
+    ap.add_argument("--across", nargs="+", metavar="CRITERION_DIR",
+                    help="print each --ratio per directory (one build each), "
+                         "with the median, minimum and maximum across them")
     args = ap.parse_args()
     if args.preset:
         for key, value in PRESETS[args.preset].items():
@@ -85,6 +92,11 @@ def main():
                 args.ratio = value + [r for r in args.ratio if r not in value]
             elif getattr(args, key) in (None, "iter"):
                 setattr(args, key, value)
+    if args.across:
+        if not args.groups or not args.ratio:
+            ap.error("--across needs --groups and at least one --ratio")
+        across(args)
+        return
     if not args.groups or not args.ours:
         ap.error("give a preset or --groups and --ours")
 
@@ -142,6 +154,49 @@ def main():
             top, bottom = results[g].get(a), results[g].get(b)
             row.append(f"{top[0] / bottom[0]:.2f}" if top and bottom else "")
         print("| " + " | ".join(row) + " |")
+
+
+def across(args):
+    """One table per ratio: a row per group, a column per build."""
+    pattern = re.compile(args.groups)
+    runs = []
+    for d in args.across:
+        results = load(d, args.baseline)
+        if not results:
+            sys.exit(f"no criterion results for baseline {args.baseline!r} in {d}")
+        # target/layouts/NAME/criterion -> NAME; any other DIR -> its name
+        path = os.path.normpath(d)
+        name = os.path.basename(path)
+        if name == "criterion":
+            name = os.path.basename(os.path.dirname(path)) or d
+        runs.append((name, results))
+    groups = sorted({g for _, r in runs for g in r if pattern.search(g)})
+    if not groups:
+        sys.exit(f"no criterion results match {args.groups!r}")
+    for spec in args.ratio:
+        a, b = spec.split("/", 1)
+        print(f"\n{a} / {b}\n")
+        header = ["group"] + [name for name, _ in runs] + ["median", "min", "max"]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for g in groups:
+            cells, values = [g], []
+            for _, results in runs:
+                top, bottom = results.get(g, {}).get(a), results.get(g, {}).get(b)
+                if top and bottom:
+                    values.append(top[0] / bottom[0])
+                    cells.append(f"{values[-1]:.2f}")
+                else:
+                    cells.append("")
+            if values:
+                ordered = sorted(values)
+                mid = len(ordered) // 2
+                median = (ordered[mid] if len(ordered) % 2
+                          else (ordered[mid - 1] + ordered[mid]) / 2)
+                cells += [f"{median:.2f}", f"{ordered[0]:.2f}", f"{ordered[-1]:.2f}"]
+            else:
+                cells += ["", "", ""]
+            print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
