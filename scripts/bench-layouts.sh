@@ -4,8 +4,9 @@
 # Our single-value decoder and bijoux's compile to the same shape (see the
 # README's "Single-value `decode`"), so which of the two is ahead in one
 # build depends on where the linker puts their loops: between builds that
-# differ only in alignment, one loop moves by up to 50% and the ratio by
-# up to 15%. Two runs of one binary sample the machine's noise, not that.
+# differ only in alignment, one loop ran at 1 or 2 cycles a value, and the
+# ratio to bijoux moved between 0.5 and 2. Two runs of one binary sample
+# the machine's noise, not that.
 # This script builds the varint benchmark once per layout (each in its own
 # target directory under target/layouts/, so the builds are kept), then
 # runs the decode groups of each build in turn, pinned to one core, and
@@ -18,10 +19,16 @@
 #   BUILD_ONLY=1 bash scripts/bench-layouts.sh   # the builds alone
 #   BASELINE=after bash scripts/bench-layouts.sh # criterion's baseline name
 #
+# Two sweeps (BASELINE=run1, then BASELINE=run2; the second reuses the
+# builds) read together, each cell a median of 12:
+#   python3 scripts/bench-table.py --baseline run1,run2 --groups '^decode/' \
+#       --across target/layouts/*/criterion --ratio bijou64-decode/bijoux
+#
 # Every layout is an ordinary build setting a user may have: the default,
 # loops aligned to 32 or 64 bytes, functions to 64 bytes, branch targets
-# to 16 bytes, or one codegen unit. Not run in CI (about 25 minutes on two
-# cores from scratch: six builds, then six runs of 32 benchmarks; 12 when the builds are kept).
+# to 16 bytes, or one codegen unit. Not run in CI: about 25 minutes on two
+# cores from scratch (six builds, then six runs of 32 benchmarks), 12 when
+# the builds are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

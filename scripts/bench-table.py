@@ -15,14 +15,16 @@ by a peer's (below 1.0 means we are faster).
   python3 scripts/bench-table.py --groups '^decode/' --ours bijou64 \
       --vs bijoux --vs-best prost,unsigned-varint,gimli-leb128
   # the same ratios from several builds (scripts/bench-layouts.sh), one
-  # column per build, with their median, minimum and maximum:
-  python3 scripts/bench-table.py --groups '^decode/' --baseline layouts \
+  # column per build (and per baseline, for a comma-separated list), with
+  # their median, minimum and maximum:
+  python3 scripts/bench-table.py --groups '^decode/' --baseline run1,run2 \
       --ratio bijou64-decode/bijoux --across target/layouts/*/criterion
 """
 import argparse
 import json
 import os
 import re
+import statistics
 import sys
 
 PRESETS = {
@@ -73,7 +75,8 @@ def main():
     ap.add_argument("preset", nargs="?", choices=sorted(PRESETS))
     ap.add_argument("--criterion", default=os.path.join("target", "criterion"))
     ap.add_argument("--baseline", default="new",
-                    help="a run saved with criterion's --save-baseline NAME")
+                    help="a run saved with criterion's --save-baseline NAME "
+                         "(with --across, a comma-separated list)")
     ap.add_argument("--groups", help="regex on group ids")
     ap.add_argument("--ours")
     ap.add_argument("--vs", help="peer for a ratio column")
@@ -157,26 +160,30 @@ def main():
 
 
 def across(args):
-    """One table per ratio: a row per group, a column per build."""
+    """One table per ratio: a row per group, a column per build (and per
+    baseline, when --baseline names several, comma-separated)."""
     pattern = re.compile(args.groups)
+    baselines = [b for b in args.baseline.split(",") if b]
     runs = []
     for d in args.across:
-        results = load(d, args.baseline)
-        if not results:
-            sys.exit(f"no criterion results for baseline {args.baseline!r} in {d}")
         # target/layouts/NAME/criterion -> NAME; any other DIR -> its name
         path = os.path.normpath(d)
         name = os.path.basename(path)
         if name == "criterion":
             name = os.path.basename(os.path.dirname(path)) or d
-        runs.append((name, results))
+        for baseline in baselines:
+            results = load(d, baseline)
+            if not results:
+                sys.exit(f"no criterion results for baseline {baseline!r} in {d}")
+            label = name if len(baselines) == 1 else f"{name} {baseline}"
+            runs.append((label, results))
     groups = sorted({g for _, r in runs for g in r if pattern.search(g)})
     if not groups:
         sys.exit(f"no criterion results match {args.groups!r}")
     for spec in args.ratio:
         a, b = spec.split("/", 1)
         print(f"\n{a} / {b}\n")
-        header = ["group"] + [name for name, _ in runs] + ["median", "min", "max"]
+        header = ["group"] + [label for label, _ in runs] + ["median", "min", "max"]
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
         for g in groups:
@@ -189,11 +196,8 @@ def across(args):
                 else:
                     cells.append("")
             if values:
-                ordered = sorted(values)
-                mid = len(ordered) // 2
-                median = (ordered[mid] if len(ordered) % 2
-                          else (ordered[mid - 1] + ordered[mid]) / 2)
-                cells += [f"{median:.2f}", f"{ordered[0]:.2f}", f"{ordered[-1]:.2f}"]
+                cells += [f"{statistics.median(values):.2f}",
+                          f"{min(values):.2f}", f"{max(values):.2f}"]
             else:
                 cells += ["", "", ""]
             print("| " + " | ".join(cells) + " |")
