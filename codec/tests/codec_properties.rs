@@ -196,6 +196,44 @@ proptest! {
         fold_and_next_agree_with_decode(&bytes)?;
     }
 
+    /// Streams whose tier changes at random (the two-lane decoder's shape,
+    /// long enough for several of its rounds), then mutated: bytes set to
+    /// tags or one-byte values (which move where the second lane lands),
+    /// a run of `0xFF` (an overflow wherever a lane reads it as a tag), and
+    /// a value replaced by a tier-8 overflow. `fold` and `next` agree with
+    /// the single-value decoder.
+    #[cfg(feature = "bulk")]
+    #[test]
+    fn changing_streams_decode_alike_on_every_path(
+        tiers in prop::collection::vec(0usize..=8, 150..700),
+        seed in any::<u64>(),
+        flips in prop::collection::vec(
+            (any::<prop::sample::Index>(), prop_oneof![0xF8u8..=0xFF, 0u8..0xF8]),
+            0..6,
+        ),
+        ff_run in proptest::option::of((any::<prop::sample::Index>(), 9usize..20)),
+        overflow_at in proptest::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut state = seed;
+        let values: Vec<u64> = tiers.iter().map(|&tier| value_in_tier(tier, &mut state)).collect();
+        let overflow_at = overflow_at.map(|index| index.index(values.len()));
+        let mut bytes = Vec::new();
+        for (i, &v) in values.iter().enumerate() {
+            if Some(i) == overflow_at {
+                bytes.extend_from_slice(&[0xFF; 9]);
+            } else {
+                bijou64::encode_to_vec(v, &mut bytes);
+            }
+        }
+        set_bytes(&mut bytes, &flips);
+        if let Some((at, len)) = ff_run {
+            let at = at.index(bytes.len());
+            let end = (at + len).min(bytes.len());
+            bytes[at..end].fill(0xFF);
+        }
+        fold_and_next_agree_with_decode(&bytes)?;
+    }
+
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
         let _ = bijou64::decode(&bytes);

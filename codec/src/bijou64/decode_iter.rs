@@ -12,6 +12,7 @@
 //! How the iterator picks a decoder is documented on [`DecodeIter`].
 
 use super::decode_cycle::{cycle_values, shortest_period};
+use super::decode_lanes::{two_lane_values, LaneScratch};
 use super::{
     decode, finish_decode, tag_of_len, DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS,
 };
@@ -56,7 +57,7 @@ pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
 /// | all one-byte values                    | bulk: 64 bytes at a time, checked at once            |
 /// | all one tier of 2-9 bytes              | a run loop specialised for that length               |
 /// | the first differs, the rest one tier   | the first with the `match` below, then a run         |
-/// | tiers change on most, no short period  | branch-free, one value at a time                     |
+/// | tiers change on most, no short period  | branch-free, two lanes at once (see below)           |
 /// | otherwise (a pattern)                  | a cycle if the lengths have one, else the `match`    |
 ///
 /// A *cycle* is a period of 2 to 32 lengths that the next 64 values repeat
@@ -65,10 +66,19 @@ pub fn decode_iter(buf: &[u8]) -> DecodeIter<'_> {
 /// tag of the group at once, 16 bytes at a time. The `match` branches on
 /// the tag, with arms that advance by constants.
 ///
+/// The *two lanes* are two branch-free decoders, one from the cursor and
+/// one from a guess 256 bytes on, run in the same loop so that each works
+/// while the other waits for its load; the second lane's values count once
+/// the first reaches a position the second passed through (module
+/// `decode_lanes` has the details). Lengths that look patterned in one
+/// sample right after a block of changing ones (a sample in thirty or so of
+/// random lengths does) get one more block of lanes rather than the `match`.
+///
 /// The bulk, run and cycle decoders continue until the shape ends (a value
-/// of another length), then the iterator samples again; the branch-free
-/// decoder and the `match` decode a block of [`DecodeIter::BLOCK`] values
-/// first. After a cycle ends, the next patterned block uses the `match`
+/// of another length), then the iterator samples again; the lanes, the
+/// branch-free decoder and the `match` decode a block of at least
+/// [`DecodeIter::BLOCK`] values first (the lanes need 521 bytes ahead, and
+/// give the last ones to the branch-free decoder). After a cycle ends, the next patterned block uses the `match`
 /// before the iterator searches again; after a search that finds none, or
 /// a cycle that held for less than a block, the next 8 do. Input that keeps
 /// almost repeating so costs at most one search (64 tags read) per 8
@@ -398,6 +408,8 @@ impl Iterator for DecodeIter<'_> {
         // cycle again: one after a cycle ends, `CYCLE_RETRY` after a
         // search found none or a cycle shorter than a block.
         let mut cycle_wait = 0u32;
+        // Lane 1's values for the two-lane decoder, made on first use.
+        let mut lane_scratch: Option<LaneScratch> = None;
         // One value with `step`: on to the next, or out of the blocks near
         // the end, or the fold is over at an overflow.
         macro_rules! value {
@@ -433,9 +445,24 @@ impl Iterator for DecodeIter<'_> {
                 }
             };
         }
+        // The lane decoder, or one lane where it cannot run (near the
+        // end, or at an overflow, which the one lane reports).
+        macro_rules! changing {
+            ($start:ident, $done:lifetime) => {
+                let kept = lane_scratch.get_or_insert_with(LaneScratch::new);
+                acc = two_lane_values(buf, &mut pos, acc, &mut f, kept, Self::BLOCK as usize);
+                if pos == $start {
+                    block!(true, 1, $done);
+                }
+            };
+        }
+        // Whether the last block had changing lengths.
+        let mut after_changing = false;
         'blocks: loop {
             let start = pos;
-            match Shape::sample(buf, pos) {
+            let shape = Shape::sample(buf, pos);
+            after_changing &= matches!(shape, Shape::Changing | Shape::Patterned);
+            match shape {
                 Shape::OneByte => acc = one_byte_values(buf, &mut pos, acc, &mut f),
                 Shape::Run(2) => run!(2),
                 Shape::Run(3) => run!(3),
@@ -446,7 +473,10 @@ impl Iterator for DecodeIter<'_> {
                 Shape::Run(8) => run!(8),
                 Shape::Run(_) => run!(9),
                 Shape::Outlier => value!(false, 'blocks),
-                Shape::Changing => block!(true, 1, 'blocks),
+                Shape::Changing => {
+                    changing!(start, 'blocks);
+                    after_changing = true;
+                }
                 Shape::Patterned => {
                     let found = match cycle_wait {
                         0 => cycle_values(buf, &mut pos, acc, &mut f),
@@ -466,7 +496,15 @@ impl Iterator for DecodeIter<'_> {
                         Err(folded) => {
                             acc = folded;
                             cycle_wait = cycle_wait.checked_sub(1).unwrap_or(Self::CYCLE_RETRY);
-                            block!(false, 2, 'blocks);
+                            if after_changing {
+                                // Eight random lengths look patterned one
+                                // sample in thirty or so: one more block
+                                // of lanes, not 256 mispredicted branches.
+                                after_changing = false;
+                                changing!(start, 'blocks);
+                            } else {
+                                block!(false, 2, 'blocks);
+                            }
                         }
                     }
                 }

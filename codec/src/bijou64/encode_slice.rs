@@ -36,7 +36,7 @@ const RUN_GROUP: usize = 4;
 ///
 /// # Speed
 ///
-/// Like [`decode_iter`](super::decode_iter), the encoder looks at the
+/// Like [`decode_iter`](super::decode_iter()), the encoder looks at the
 /// tiers of the next 8 values and picks one of three encoders:
 ///
 /// | next values              | encoder                                                 |

@@ -488,6 +488,8 @@ mod decode_cycle;
 #[cfg(feature = "bulk")]
 mod decode_iter;
 #[cfg(feature = "bulk")]
+mod decode_lanes;
+#[cfg(feature = "bulk")]
 pub use decode_iter::{decode_iter, DecodeIter};
 
 /// This format, for the encoders shared with the other varint.
