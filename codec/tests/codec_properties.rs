@@ -183,15 +183,7 @@ proptest! {
         for &tier in cycle.iter().cycle().take(cycle.len() * repeats) {
             values.push(value_in_tier(tier, &mut state));
         }
-        let overflow_at = overflow_at.map(|index| index.index(values.len()));
-        let mut bytes = Vec::new();
-        for (i, &v) in values.iter().enumerate() {
-            if Some(i) == overflow_at {
-                bytes.extend_from_slice(&[0xFF; 9]);
-            } else {
-                bijou64::encode_to_vec(v, &mut bytes);
-            }
-        }
+        let mut bytes = encode_with_overflow(&values, overflow_at);
         set_bytes(&mut bytes, &flips);
         fold_and_next_agree_with_decode(&bytes)?;
     }
@@ -216,15 +208,7 @@ proptest! {
     ) {
         let mut state = seed;
         let values: Vec<u64> = tiers.iter().map(|&tier| value_in_tier(tier, &mut state)).collect();
-        let overflow_at = overflow_at.map(|index| index.index(values.len()));
-        let mut bytes = Vec::new();
-        for (i, &v) in values.iter().enumerate() {
-            if Some(i) == overflow_at {
-                bytes.extend_from_slice(&[0xFF; 9]);
-            } else {
-                bijou64::encode_to_vec(v, &mut bytes);
-            }
-        }
+        let mut bytes = encode_with_overflow(&values, overflow_at);
         set_bytes(&mut bytes, &flips);
         if let Some((at, len)) = ff_run {
             let at = at.index(bytes.len());
@@ -400,6 +384,22 @@ fn value_in_tier(tier: usize, state: &mut u64) -> u64 {
         .wrapping_mul(6_364_136_223_846_793_005)
         .wrapping_add(1_442_695_040_888_963_407);
     OFFSETS[tier] + *state % (high - OFFSETS[tier]).saturating_add(1).max(1)
+}
+
+/// `values` encoded back to back, the one at `overflow_at` (if any)
+/// replaced by a tier-8 overflow (nine `0xFF`).
+#[cfg(feature = "bulk")]
+fn encode_with_overflow(values: &[u64], overflow_at: Option<prop::sample::Index>) -> Vec<u8> {
+    let overflow_at = overflow_at.map(|index| index.index(values.len()));
+    let mut bytes = Vec::new();
+    for (i, &v) in values.iter().enumerate() {
+        if Some(i) == overflow_at {
+            bytes.extend_from_slice(&[0xFF; 9]);
+        } else {
+            bijou64::encode_to_vec(v, &mut bytes);
+        }
+    }
+    bytes
 }
 
 /// Sets each chosen byte of `bytes` to its new value.
