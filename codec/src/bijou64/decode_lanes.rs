@@ -2,22 +2,22 @@
 //!
 //! A decoder that does not branch on the tag cannot start a value before
 //! it has loaded the previous value's tag: the position of every value is
-//! one tag load (and two ALU steps) after the one before, about seven
+//! one tag load, a compare and a select after the one before, about seven
 //! cycles, whatever the input. This decoder follows two such chains at
-//! once, so that each waits while the other works:
+//! once, so that each works while the other waits:
 //!
 //! ```text
-//! cursor                               cursor + SPAN
-//! |  lane 0: from a value boundary     |  lane 1: from a guess
-//! v                                    v
-//! +----+-------+----+--- ... ---+------+----------+----+-------+---
-//! | 2A | F8 34 | 07 |           | FA 00 03 C0     | 11 | F8 9C | ...
-//! +----+-------+----+--- ... ---+------+----------+----+-------+---
-//!                                ^      ^  ^  ^    ^
-//!                    lane 0 ends here   lane 1 reads payload bytes
-//!                    (t >= cursor+SPAN) as one-byte values until it
-//!                                       steps on a boundary: from there
-//!                                       on the two lanes agree
+//! cursor                           cursor + SPAN: lane 1 starts here
+//!   v                              v
+//! +----+-------+----+-- ... --+-------------+----+-------+----
+//! | 2A | F8 34 | 07 |   ...   | FA 00 03 C0 | 11 | F8 9C | ...
+//! +----+-------+----+-- ... --+-------------+----+-------+----
+//!                                  ^  ^  ^    ^
+//!                                  lane 1 reads 00, 03 and C0 as
+//!                                  one-byte values, then 11: the
+//!                                  boundary lane 0 reaches after
+//!                                  FA 00 03 C0. From there on the
+//!                                  two lanes agree.
 //! ```
 //!
 //! Lane 0 starts at the cursor, a value boundary, and hands its values to
@@ -32,13 +32,14 @@
 //! dropped: a bad guess costs time, never a wrong value.
 //!
 //! A lane stops at the end of the input (it needs [`MAX_LEN`] bytes for a
-//! step) and at a tier-8 overflow; the caller decodes from where lane 0
-//! stopped, one value at a time, and reports the error there. Lane 1
-//! starts on a boundary almost at once in real data: a payload byte read
-//! as a tag is a one-byte value 31 times in 32, so it steps one byte at a
-//! time until it lands on a boundary. Input made so that it never does
-//! (lane 1 out of step through a run of tier-8 values, say) runs at half
-//! speed: lane 1's work is wasted, lane 0 still decodes every value.
+//! step) and at a tier-8 overflow; decoding stops on the first value of
+//! the stream's own path that a lane could not decode, and the caller
+//! decodes it one value at a time and reports the error there. Lane 1
+//! lands on a boundary within a few bytes in real data: a payload byte
+//! read as a tag is a one-byte value 31 times in 32, so it steps one byte
+//! at a time until it does. Input made so that it never does (lane 1 out
+//! of step through a run of tier-8 values, say) costs up to twice one
+//! lane's work: lane 1's is wasted, lane 0 still decodes every value.
 
 use super::{DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
 
@@ -127,8 +128,8 @@ fn step(buf: &[u8], at: usize) -> Option<(u64, usize)> {
 /// Decodes at least `at_least` values from `*pos` (rounds of [`round`])
 /// and hands them to `f`; moves `*pos` past them. Stops early, with `*pos`
 /// on the first value not decoded, where fewer than `2 * SPAN + MAX_LEN`
-/// bytes remain or at a value lane 0 cannot decode (an overflow, which the
-/// caller reports).
+/// bytes remain or at a value of the stream's own path that a lane cannot
+/// decode (an overflow, which the caller reports).
 #[inline(never)]
 pub(super) fn two_lane_values<B, F>(
     buf: &[u8],
