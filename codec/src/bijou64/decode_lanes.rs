@@ -110,6 +110,14 @@ static TAG_CONSTANTS: TagConstants = {
 /// after the tag's load (a compare and a conditional move), so a lane
 /// advances every seven cycles or so; the value's own table loads and
 /// shift are off that chain.
+///
+/// The iterator's one-lane branch-free step (`finish_decode`, used by
+/// `next` and near the end) returns the one-byte values with a branch
+/// first and is kept apart: `next` built on this step instead measured
+/// 2.92-2.96 ns a value on `mixed` against 2.46-2.47 (criterion, two
+/// alternating pairs of runs). The lanes take one-byte values without that
+/// branch, which random tiers would mispredict on about one value in nine
+/// (not measured with it).
 #[inline(always)]
 fn step(buf: &[u8], at: usize) -> Option<(u64, usize)> {
     let &[tag, a, b, c, d, e, f, g, h] = buf.get(at..)?.first_chunk::<MAX_LEN>()?;
