@@ -689,31 +689,17 @@ mod tests {
     /// second lane never met the first, would still decode right.
     #[test]
     fn changing_streams_go_through_two_lanes() {
-        let mut state = 1u64;
-        let values: Vec<u64> = (0..5000u64)
-            .map(|i| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                value((state >> 33) as usize % 9, i)
-            })
-            .collect();
-        let bytes = encode_all(&values);
+        let bytes = super::super::decode_lanes::tests::random_tiers(5000, 1);
         let lane1 = || super::super::decode_lanes::LANE1_VALUES.with(core::cell::Cell::get);
         let before = lane1();
-        let decoded: Vec<u64> =
-            decode_iter(&bytes)
-                .map(|v| v.unwrap())
-                .fold(Vec::new(), |mut out, v| {
-                    out.push(v);
-                    out
-                });
-        assert_eq!(decoded, values);
+        let decoded = collect_fold(&bytes);
+        assert_eq!(decoded.len(), 5000);
+        assert_eq!(decoded, reference_decode(&bytes));
         let from_lane1 = lane1() - before;
         assert!(
-            from_lane1 > values.len() / 3,
+            from_lane1 > decoded.len() / 3,
             "lane 1 gave {from_lane1} of {}",
-            values.len()
+            decoded.len()
         );
     }
 

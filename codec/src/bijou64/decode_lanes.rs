@@ -251,7 +251,7 @@ std::thread_local! {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{decode, encode_to_vec, OFFSETS};
     use super::*;
     use alloc::vec::Vec;
@@ -293,8 +293,9 @@ mod tests {
         out
     }
 
-    /// A stream of `count` values whose tiers follow an LCG.
-    fn random_tiers(count: usize, mut state: u64) -> Vec<u8> {
+    /// A stream of `count` values whose tiers follow an LCG (the iterator's
+    /// tests use it too).
+    pub(in super::super) fn random_tiers(count: usize, mut state: u64) -> Vec<u8> {
         let mut bytes = Vec::new();
         for i in 0..count as u64 {
             state = state
