@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The single-value decoders at each placement of their loop (benches/placements.rs).
+
+Builds the placements benchmark with functions aligned to 64 bytes (in its
+own target directory, target/placements, so the usual builds are left
+alone), finds in the disassembly where each copy's loop sits in its 64-byte
+line, runs the benchmark pinned to one core and prints, per distribution
+and decoder, the median time a value at each of the four placements, their
+mean, and the mean's ratio to bijoux's.
+
+  python3 scripts/placements.py                  # all distributions
+  python3 scripts/placements.py --rounds 9 tiny mixed
+  python3 scripts/placements.py --per-copy       # every copy's median too
+  python3 scripts/placements.py --no-build       # reuse the last build
+
+Needs objdump (binutils) and taskset (util-linux); x86-64 only (the loop
+is found by its one-byte test, `cmp $0xf8`). About four minutes from an
+empty target directory on two cores, one minute to run.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.path.join(ROOT, "target", "placements")
+FLAGS = "-C llvm-args=-align-all-functions=6"
+OURS = ["bijou64-decode", "bijou64-reader"]
+PEER = "bijoux"
+
+
+def build():
+    env = dict(os.environ, RUSTFLAGS=FLAGS, CARGO_TARGET_DIR=TARGET)
+    out = subprocess.run(
+        ["cargo", "bench", "-p", "bijou-frame-benches", "--bench", "placements",
+         "--no-run", "--message-format=json"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, check=True, text=True).stdout
+    for line in out.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+                and msg["target"]["name"] == "placements":
+            return msg["executable"]
+    sys.exit("placements.py: cargo built no placements executable")
+
+
+def last_build():
+    deps = os.path.join(TARGET, "release", "deps")
+    found = [os.path.join(deps, f) for f in os.listdir(deps)
+             if f.startswith("placements-") and os.access(os.path.join(deps, f), os.X_OK)
+             and "." not in f]
+    if not found:
+        sys.exit("placements.py: no earlier build in target/placements; drop --no-build")
+    return max(found, key=os.path.getmtime)
+
+
+def loop_heads(binary):
+    """Function start -> address of its first `cmp $0xf8` (the loop's one-byte test)."""
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary],
+                         stdout=subprocess.PIPE, check=True, text=True).stdout
+    heads, main, start = {}, None, None
+    for line in dis.splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.*)>:", line)
+        if m:
+            start = int(m.group(1), 16)
+            if re.search(r"placements\d*4main", m.group(2)):
+                main = start
+            continue
+        if start is not None and start not in heads and re.search(r"cmp\s+\$0xf8,", line):
+            heads[start] = int(line.split(":")[0], 16)
+    if main is None:
+        sys.exit("placements.py: no main in the disassembly")
+    return heads, main
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dists", nargs="*", help="distributions to run (default: all)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--cpu", default="1", help="core to pin to (default 1)")
+    ap.add_argument("--no-build", action="store_true", help="reuse the last build")
+    ap.add_argument("--per-copy", action="store_true", help="print every copy's median")
+    args = ap.parse_args()
+
+    binary = last_build() if args.no_build else build()
+    heads, main_at = loop_heads(binary)
+    run = subprocess.run(["taskset", "-c", args.cpu, binary, "--bench", *args.dists],
+                         env=dict(os.environ, ROUNDS=str(args.rounds)),
+                         stdout=subprocess.PIPE, check=True, text=True).stdout
+
+    placement = {}  # (decoder, copy) -> 0..3
+    times = {}      # (dist, decoder) -> {placement: [ns]}
+    dists = []
+    for line in run.splitlines():
+        f = line.split()
+        if f[0] == "copy":
+            start = main_at + int(f[3])
+            if start not in heads:
+                sys.exit(f"placements.py: no loop found in {f[1]} copy {f[2]}")
+            placement[(f[1], int(f[2]))] = (heads[start] % 64) // 16
+        elif f[0] == "time":
+            dist, dec, copy, ns = f[1], f[2], int(f[3]), float(f[4])
+            if dist not in dists:
+                dists.append(dist)
+            times.setdefault((dist, dec), {}).setdefault(placement[(dec, copy)], []).append(ns)
+            if args.per_copy:
+                print(f"{dist:9} {dec:15} copy {copy:2} placement {placement[(dec, copy)]} {ns:.3f} ns")
+
+    decoders = OURS + [PEER]
+    for dec in decoders:
+        counts = [sum(1 for (d, _), p in placement.items() if d == dec and p == k) for k in range(4)]
+        if 0 in counts:
+            sys.exit(f"placements.py: {dec}'s copies miss a placement ({counts} copies per placement)")
+    print(f"Copies per placement: " + "; ".join(
+        f"{dec} {[sum(1 for (d, _), p in placement.items() if d == dec and p == k) for k in range(4)]}"
+        for dec in decoders))
+    print()
+    print("ns a value: the mean over the four placements [each placement's median over its copies]")
+    print()
+    head = "| distribution | " + " | ".join(decoders) + " | " + " | ".join(f"{o}/{PEER}" for o in OURS) + " |"
+    print(head)
+    print("|" + "---|" * (1 + len(decoders) + len(OURS)))
+    for dist in dists:
+        means, cells = {}, []
+        for dec in decoders:
+            per = [statistics.median(times[(dist, dec)][k]) for k in range(4)]
+            means[dec] = sum(per) / 4
+            cells.append(f"{means[dec]:.2f} [{' '.join(f'{x:.2f}' for x in per)}]")
+        ratios = [f"{means[o] / means[PEER]:.2f}" for o in OURS]
+        print(f"| {dist} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+
+
+if __name__ == "__main__":
+    main()
