@@ -537,7 +537,7 @@ impl Iterator for DecodeIter<'_> {
 impl core::iter::FusedIterator for DecodeIter<'_> {}
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::encode_to_vec;
     use super::*;
     use alloc::vec::Vec;
@@ -552,7 +552,7 @@ mod tests {
         out
     }
 
-    fn reference_decode(mut bytes: &[u8]) -> Decoded {
+    pub(in super::super) fn reference_decode(mut bytes: &[u8]) -> Decoded {
         let mut out = Vec::new();
         while !bytes.is_empty() {
             match decode(bytes) {

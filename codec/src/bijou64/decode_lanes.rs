@@ -252,6 +252,7 @@ std::thread_local! {
 
 #[cfg(test)]
 pub(super) mod tests {
+    use super::super::decode_iter::tests::reference_decode;
     use super::super::{decode, encode_to_vec, OFFSETS};
     use super::*;
     use alloc::vec::Vec;
@@ -280,19 +281,6 @@ pub(super) mod tests {
         (out, pos, from_lane1)
     }
 
-    /// The values of `bytes` up to byte `end`, one at a time.
-    fn reference(bytes: &[u8], end: usize) -> Decoded {
-        let mut out = Vec::new();
-        let mut pos = 0;
-        while pos < end {
-            let (value, used) = decode(&bytes[pos..]).expect("valid up to end");
-            out.push(Ok(value));
-            pos += used;
-        }
-        assert_eq!(pos, end, "stopped inside a value");
-        out
-    }
-
     /// A stream of `count` values whose tiers follow an LCG (the iterator's
     /// tests use it too).
     pub(in super::super) fn random_tiers(count: usize, mut state: u64) -> Vec<u8> {
@@ -313,7 +301,7 @@ pub(super) mod tests {
             let bytes = random_tiers(3000, seed);
             let (out, end, from_lane1) = lanes(&bytes, 2000);
             assert!(out.len() >= 2000, "seed {seed}: {} values", out.len());
-            assert_eq!(out, reference(&bytes, end), "seed {seed}");
+            assert_eq!(out, reference_decode(&bytes[..end]), "seed {seed}");
             // Lane 1 gives about half the values; a lane that never met
             // lane 0 would still decode correctly, at half the speed.
             assert!(
@@ -334,7 +322,7 @@ pub(super) mod tests {
         // From there on, rounds stop where fewer bytes remain.
         let (out, end, _) = lanes(&bytes, usize::MAX);
         assert!(bytes.len() - end < 2 * SPAN + MAX_LEN + MAX_LEN);
-        assert_eq!(out, reference(&bytes, end));
+        assert_eq!(out, reference_decode(&bytes[..end]));
     }
 
     /// Tier-8 values whose fourth payload byte is `0xFF`: lane 1 starts
@@ -353,7 +341,7 @@ pub(super) mod tests {
             let (out, end, from_lane1) = lanes(&bytes, 300);
             assert_eq!(from_lane1, 0, "fifth byte {fifth:#x}");
             assert!(out.len() >= 300);
-            assert_eq!(out, reference(&bytes, end));
+            assert_eq!(out, reference_decode(&bytes[..end]));
         }
     }
 
@@ -375,7 +363,7 @@ pub(super) mod tests {
             bytes.extend_from_slice(&clean[at..]);
             let (out, end, _) = lanes(&bytes, 1000);
             assert_eq!(end, at, "overflow at {at}");
-            assert_eq!(out, reference(&bytes, at));
+            assert_eq!(out, reference_decode(&bytes[..at]));
         }
     }
 }
