@@ -12,8 +12,8 @@
 use bijou_codec::bijou64;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
-pub const SEED: u64 = 0xBEEF_CAFE_DEAD_F00D;
-pub const BATCH: usize = 4096;
+const SEED: u64 = 0xBEEF_CAFE_DEAD_F00D;
+const BATCH: usize = 4096;
 
 fn tier_value(rng: &mut SmallRng, tier: usize) -> u64 {
     let low = bijou64::OFFSETS[tier];

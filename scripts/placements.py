@@ -99,7 +99,8 @@ def main():
         if f[0] == "copy":
             start = main_at + int(f[3])
             if start not in heads:
-                sys.exit(f"placements.py: no loop found in {f[1]} copy {f[2]}")
+                sys.exit(f"placements.py: no `cmp $0xf8` (the loop's one-byte test) in {f[1]} copy {f[2]}; "
+                         "the script reads x86-64 code only, and needs the binary it built (drop --no-build)")
             placement[(f[1], int(f[2]))] = (heads[start] % 64) // 16
         elif f[0] == "time":
             dist, dec, copy, ns = f[1], f[2], int(f[3]), float(f[4])
@@ -110,13 +111,13 @@ def main():
                 print(f"{dist:9} {dec:15} copy {copy:2} placement {placement[(dec, copy)]} {ns:.3f} ns")
 
     decoders = OURS + [PEER]
-    for dec in decoders:
-        counts = [sum(1 for (d, _), p in placement.items() if d == dec and p == k) for k in range(4)]
-        if 0 in counts:
-            sys.exit(f"placements.py: {dec}'s copies miss a placement ({counts} copies per placement)")
-    print(f"Copies per placement: " + "; ".join(
-        f"{dec} {[sum(1 for (d, _), p in placement.items() if d == dec and p == k) for k in range(4)]}"
-        for dec in decoders))
+    counts = {dec: [sum(1 for (d, _), p in placement.items() if d == dec and p == k) for k in range(4)]
+              for dec in decoders}
+    for dec, per in counts.items():
+        if 0 in per:
+            sys.exit(f"placements.py: {dec}'s copies miss a placement ({per} copies per placement); "
+                     "try more COPIES in benches/placements.rs")
+    print("Copies per placement: " + "; ".join(f"{dec} {per}" for dec, per in counts.items()))
     print()
     print("ns a value: the mean over the four placements [each placement's median over its copies]")
     print()
