@@ -7,8 +7,9 @@
 //! build's ratio is a draw too (README, "Across code layouts"). This
 //! benchmark times every placement in one binary instead:
 //!
-//! - the caller's loop (the `bijou64-decode`, `bijou64-reader` and `bijoux`
-//!   loops of `varint.rs`) is compiled [`COPIES`] times, copy `P` with a
+//! - the caller's loop (`shootout_loops.rs`: the `bijou64-decode`,
+//!   `bijou64-reader` and `bijoux` loops of `varint.rs`) is compiled
+//!   [`COPIES`] times, copy `P` with a
 //!   prologue of `P` stack round trips (`black_box`) before the loop, which
 //!   moves the loop by a few bytes a copy and nothing else;
 //! - LLVM aligns a loop's top to 16 bytes, so with functions aligned to 64
@@ -41,10 +42,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bijou_codec::{bijou64, Reader};
+use bijou_codec::bijou64;
 use bytes::Bytes;
 use shootout_values::distributions;
 
+mod shootout_loops;
 mod shootout_values;
 
 /// Copies of each loop; with 16-byte loop alignment and a prologue that
@@ -56,11 +58,12 @@ const VALUES_PER_SAMPLE: usize = 1 << 20;
 
 type Loop = fn(&[u8], &Bytes) -> u64;
 
-/// Copy `P` of a decoder's loop: `P` stack round trips, then the same loop
-/// as `varint.rs`'s. The padding's sum is subtracted at the end, so every
-/// copy returns the sum of the values.
+/// Copy `P` of a decoder's loop: `P` stack round trips, then the loop of
+/// `shootout_loops.rs` (inlined, so each copy has its own). The padding's
+/// sum is added and subtracted again, so every copy returns the sum of the
+/// values and the round trips cannot be dropped.
 macro_rules! placed_loop {
-    ($name:ident, |$buf:ident, $frame:ident, $sum:ident| $body:block) => {
+    ($name:ident, |$buf:ident, $frame:ident| $body:expr) => {
         #[inline(never)]
         fn $name<const P: usize>($buf: &[u8], $frame: &Bytes) -> u64 {
             let mut padding = 0u64;
@@ -69,44 +72,18 @@ macro_rules! placed_loop {
                 padding = black_box(padding.wrapping_add(i as u64));
                 i += 1;
             }
-            let mut $sum = padding;
-            $body
-            $sum.wrapping_sub(padding)
+            padding.wrapping_add($body).wrapping_sub(padding)
         }
     };
 }
 
-placed_loop!(ours_decode, |buf, _frame, sum| {
-    let mut pos = 0usize;
-    while pos < buf.len() {
-        let Ok((v, n)) = bijou64::decode(&buf[pos..]) else {
-            break;
-        };
-        sum = sum.wrapping_add(v);
-        pos += n;
-    }
-});
-
-placed_loop!(ours_reader, |_buf, frame, sum| {
-    let mut reader = Reader::new(frame);
-    while !reader.is_empty() {
-        let Ok(v) = reader.bijou64("value") else {
-            break;
-        };
-        sum = sum.wrapping_add(v);
-    }
-});
-
-placed_loop!(bijoux_decode, |buf, _frame, sum| {
-    let mut pos = 0usize;
-    while pos < buf.len() {
-        let Ok((v, n)) = bijoux::u64::decode(&buf[pos..]) else {
-            break;
-        };
-        sum = sum.wrapping_add(v);
-        pos += n;
-    }
-});
+placed_loop!(ours_decode, |buf, _frame| shootout_loops::decode_loop(buf));
+placed_loop!(ours_reader, |_buf, frame| shootout_loops::reader_loop(
+    frame
+));
+placed_loop!(bijoux_decode, |buf, _frame| shootout_loops::bijoux_loop(
+    buf
+));
 
 macro_rules! copies {
     ($f:ident) => {

@@ -17,10 +17,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_codec::{bijou64, leb128, Reader};
+use bijou_codec::{bijou64, leb128};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use shootout_values::distributions;
 
+mod shootout_loops;
 mod shootout_values;
 
 fn encode_all(values: &[u64], encode: impl Fn(u64, &mut Vec<u8>)) -> Vec<u8> {
@@ -130,49 +131,17 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
     // in a loop: the same loop as the `bijoux` peer's below, so that the
     // `bijou64-decode/bijoux` ratio compares the two decoders alone.
     group.bench_function("bijou64-decode", |b| {
-        b.iter(|| {
-            let buf = black_box(&bijou[..]);
-            let (mut pos, mut sum) = (0usize, 0u64);
-            while pos < buf.len() {
-                let Ok((v, n)) = bijou64::decode(&buf[pos..]) else {
-                    break;
-                };
-                sum = sum.wrapping_add(v);
-                pos += n;
-            }
-            sum
-        })
+        b.iter(|| shootout_loops::decode_loop(black_box(&bijou[..])))
     });
     // The same single-value decoder through `Reader::bijou64`, the way a
     // message decoder reads its bijou64 fields (cursor, field name and
     // error mapping included).
     let frame = bytes::Bytes::copy_from_slice(&bijou);
     group.bench_function("bijou64-reader", |b| {
-        b.iter(|| {
-            let mut reader = Reader::new(black_box(&frame));
-            let mut sum = 0u64;
-            while !reader.is_empty() {
-                let Ok(v) = reader.bijou64("value") else {
-                    break;
-                };
-                sum = sum.wrapping_add(v);
-            }
-            sum
-        })
+        b.iter(|| shootout_loops::reader_loop(black_box(&frame)))
     });
     group.bench_function("bijoux", |b| {
-        b.iter(|| {
-            let buf = black_box(&bijou[..]);
-            let (mut pos, mut sum) = (0usize, 0u64);
-            while pos < buf.len() {
-                let Ok((v, n)) = bijoux::u64::decode(&buf[pos..]) else {
-                    break;
-                };
-                sum = sum.wrapping_add(v);
-                pos += n;
-            }
-            sum
-        })
+        b.iter(|| shootout_loops::bijoux_loop(black_box(&bijou[..])))
     });
     group.bench_function("leb128-ours", |b| {
         b.iter(|| {
