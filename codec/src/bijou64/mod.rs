@@ -420,11 +420,12 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 ///
 /// `#[cold]` keeps it off the fast path (LLVM does not inline it);
 /// `#[inline]`, not `#[inline(never)]`, gives each crate that decodes its
-/// own copy, called directly, as `Reader`'s error path does. The caller's
-/// loop then has one register more for itself: on `mixed` (random tiers)
-/// a loop of `decode` went from 1.05-1.06 of bijoux's to 0.97, averaged
-/// over the four placements a build can give the loop (README, "At every
-/// loop placement"), and no other distribution moved.
+/// own copy, called directly, as `Reader`'s error path does. It changes
+/// the caller's loop only in register choice, and that moves the `mixed`
+/// (random tiers) loop by up to 8% either way depending on the code around
+/// it: 1.05 -> 0.97 of bijoux's in one placement harness, 0.98 -> 1.06 in
+/// another whose loop differed only in where its sum starts (README,
+/// "`decode_short` per crate"). No speed is claimed for it.
 #[cold]
 #[inline]
 fn decode_short(buf: &[u8]) -> (u64, usize) {
