@@ -14,6 +14,13 @@
 //!   - `issuer_key_parse`: `VerifyingKey::from_bytes` of the same issuer
 //!     bytes alone, the point decompression that decoding no longer pays
 //!     (verification does).
+//! - `messages_decode/batch<n>` (`n` = 16, 256): a `BatchSyncResponse`
+//!   carrying `n` commits (64-byte blobs, 251 signers), the message made of
+//!   many small fields (per commit: a length, a tree, a head, a parent count,
+//!   blob metadata, a signature, a blob length). `message_decode` is
+//!   `Message::decode` of its bytes, `subduction_core` the peer's
+//!   `try_decode`; throughput is `n` elements, so criterion prints
+//!   commits/s. Every bijou64 field goes through `Reader::bijou64`.
 //! - `messages_encode/<size>`: `MessageCodec::encode` of the message into a
 //!   reused frame buffer (prefix and message written in place), next to
 //!   `subduction_core`'s `encode` of the same message to a `Vec`.
@@ -32,10 +39,10 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_frame::net::message::{Message, SyncMessage};
+use bijou_frame::net::message::{Message, SedimentreeId, SyncMessage};
 use bijou_frame::net::MessageCodec;
 use bijou_frame::prelude::Wire;
-use bijou_test_support::messages::{fixed_commit_message, signed_item_offset};
+use bijou_test_support::messages::{batch_response, fixed_commit_message, signed_item_offset};
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -97,6 +104,32 @@ fn bare_crypto(
     let ok = key.verify_strict(message, &sig).is_ok();
     let digest = blake3::hash(&frame[blob.clone()]);
     ok && digest.as_bytes()[..] == message[100..132]
+}
+
+/// Decoding a batch response: many commits, each a handful of small fields.
+fn batch_decode(c: &mut Criterion) {
+    let mut group = c.benchmark_group("messages_decode");
+    for commits in [16u32, 256] {
+        let bytes = Message::Sync(batch_response(SedimentreeId::new([0x42; 32]), commits))
+            .encode()
+            .unwrap();
+        let name = format!("batch{commits}");
+        let decoded = Message::decode(bytes.clone()).unwrap();
+        assert!(matches!(
+            decoded,
+            Message::Sync(SyncMessage::BatchSyncResponse(_))
+        ));
+        let their_wire = bytes.to_vec();
+        assert!(theirs::SyncMessage::try_decode(&their_wire).is_ok());
+        group.throughput(Throughput::Elements(commits.into()));
+        group.bench_function(BenchmarkId::new("message_decode", &name), |b| {
+            b.iter(|| black_box(Message::decode(black_box(bytes.clone())).is_ok()))
+        });
+        group.bench_function(BenchmarkId::new("subduction_core", &name), |b| {
+            b.iter(|| black_box(theirs::SyncMessage::try_decode(black_box(&their_wire)).is_ok()))
+        });
+    }
+    group.finish();
 }
 
 fn benches(c: &mut Criterion) {
@@ -173,6 +206,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = benches
+    targets = benches, batch_decode
 }
 criterion_main!(message_benches);

@@ -31,15 +31,16 @@ use std::time::{Duration, Instant};
 
 use bijou_frame::net::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_frame::net::message::{
-    Audience, BatchSyncResponse, CommitId, HeadsUpdate, LooseCommit, Message, RemoteHeads,
-    SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
+    Audience, BatchSyncResponse, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
+    SignedItem, SyncMessage, SyncResult,
 };
 use bijou_frame::net::prefix::Bijou64;
 use bijou_frame::net::transport::{FramedTransport, LengthChecked};
 use bijou_frame::net::{Connection, VerifyBudget};
 use bijou_frame::prelude::Wire;
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use bijou_test_support::echo;
+use bijou_test_support::messages::batch_response;
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures::StreamExt;
@@ -47,26 +48,17 @@ use tokio::net::{TcpListener, TcpStream};
 
 const TREE: SedimentreeId = SedimentreeId::new([0x42; 32]);
 
-fn commit(i: u32) -> SignedItem<LooseCommit> {
-    let blob = Blob::from(i.to_be_bytes().repeat(16));
-    let mut head = [0u8; 32];
-    head[..4].copy_from_slice(&i.to_be_bytes());
-    let commit = LooseCommit::new(TREE, CommitId::new(head), [], blob.meta());
-    // Many signers, as a real response has.
-    let key = SigningKey::from_bytes(&[(i % 251) as u8 + 1; 32]);
-    SignedItem::new(Signed::seal(&key, &commit).expect("seal"), blob)
-}
-
 fn response(n: u32) -> (Bytes, Vec<SignedItem<LooseCommit>>) {
-    let commits: Vec<_> = (0..n).map(commit).collect();
-    let msg = Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
-        requestor: PeerId::from_bytes([5; 32]),
-        nonce: 1,
-        id: TREE,
-        result: SyncResult::Ok(SyncDiff::new(commits.clone(), vec![], [], [])),
-        responder_heads: RemoteHeads::default(),
-    }));
-    (msg.encode().expect("encode"), commits)
+    let msg = batch_response(TREE, n);
+    let SyncMessage::BatchSyncResponse(BatchSyncResponse {
+        result: SyncResult::Ok(diff),
+        ..
+    }) = &msg
+    else {
+        unreachable!("batch_response makes an Ok response");
+    };
+    let commits = diff.commits().to_vec();
+    (Message::Sync(msg).encode().expect("encode"), commits)
 }
 
 type Channel = LengthChecked<

@@ -7,14 +7,16 @@
 //!   message of a given shape, and where its signed item starts;
 //! - [`chain_commit`] and [`frame`]: the `n`th commit of an honest chain,
 //!   and its frame bytes (the echo tests and benchmarks);
+//! - [`batch_response`]: a `BatchSyncResponse` carrying many commits from
+//!   many signers (the message and session benchmarks);
 //! - [`ephemeral_control_wire`]: `SUE\0` control messages written by hand;
 //! - [`fix_total_size`]: a SUM message's `TotalSize` set to its length,
 //!   after a test or a mutator changed its length.
 
 use bijou_codec::Wire;
 use bijou_proto::message::{
-    BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
-    SyncMessage,
+    BatchSyncResponse, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId,
+    SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity as _, PeerId, Signed};
 use bytes::Bytes;
@@ -80,6 +82,35 @@ pub fn chain_commit(key: &SigningKey, tree: SedimentreeId, n: u64, blob_len: usi
         id: tree,
         sender_heads: RemoteHeads::new(n, [head]),
         item,
+    })
+}
+
+/// Commit `i` of [`batch_response`]: head `i` (big-endian, zero-padded),
+/// no parents, a 64-byte blob made of `i`, signed by one of 251 keys.
+pub fn batch_commit(tree: SedimentreeId, i: u32) -> SignedItem<LooseCommit> {
+    let blob = Blob::from(i.to_be_bytes().repeat(16));
+    let mut head = [0u8; 32];
+    head[..4].copy_from_slice(&i.to_be_bytes());
+    let commit = LooseCommit::new(tree, CommitId::new(head), [], blob.meta());
+    // Many signers, as a real response has.
+    let key = SigningKey::from_bytes(&[(i % 251) as u8 + 1; 32]);
+    SignedItem::new(Signed::seal(&key, &commit).expect("seal"), blob)
+}
+
+/// A `BatchSyncResponse` for `tree` carrying `commits` commits made by
+/// [`batch_commit`], no fragments, and default responder heads.
+pub fn batch_response(tree: SedimentreeId, commits: u32) -> SyncMessage {
+    SyncMessage::BatchSyncResponse(BatchSyncResponse {
+        requestor: PeerId::from_bytes([5; 32]),
+        nonce: 1,
+        id: tree,
+        result: SyncResult::Ok(SyncDiff::new(
+            (0..commits).map(|i| batch_commit(tree, i)).collect(),
+            vec![],
+            [],
+            [],
+        )),
+        responder_heads: RemoteHeads::default(),
     })
 }
 
