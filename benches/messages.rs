@@ -16,8 +16,9 @@
 //!     (verification does).
 //! - `messages_decode/batch<n>` (`n` = 16, 256): a `BatchSyncResponse`
 //!   carrying `n` commits (64-byte blobs, 251 signers), the message made of
-//!   many small fields (per commit: a length, a tree, a head, a parent count,
-//!   blob metadata, a signature, a blob length). `message_decode` is
+//!   many small fields (per commit: schema, issuer, tree, head, blob digest,
+//!   parent count, blob size, signature, blob length, blob; the two sizes
+//!   are bijou64). `message_decode` is
 //!   `Message::decode` of its bytes, `subduction_core` the peer's
 //!   `try_decode`; throughput is `n` elements, so criterion prints
 //!   commits/s. Every bijou64 field goes through `Reader::bijou64`.
@@ -42,7 +43,9 @@ use std::time::Duration;
 use bijou_frame::net::message::{Message, SedimentreeId, SyncMessage};
 use bijou_frame::net::MessageCodec;
 use bijou_frame::prelude::Wire;
-use bijou_test_support::messages::{batch_response, fixed_commit_message, signed_item_offset};
+use bijou_test_support::messages::{
+    batch_response, fixed_commit_message, frame, signed_item_offset,
+};
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use ed25519_dalek::{Signature, VerifyingKey};
@@ -110,9 +113,7 @@ fn bare_crypto(
 fn batch_decode(c: &mut Criterion) {
     let mut group = c.benchmark_group("messages_decode");
     for commits in [16u32, 256] {
-        let bytes = Message::Sync(batch_response(SedimentreeId::new([0x42; 32]), commits))
-            .encode()
-            .unwrap();
+        let bytes = frame(&batch_response(SedimentreeId::new([0x42; 32]), commits));
         let name = format!("batch{commits}");
         let decoded = Message::decode(bytes.clone()).unwrap();
         assert!(matches!(

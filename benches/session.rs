@@ -37,10 +37,9 @@ use bijou_frame::net::message::{
 use bijou_frame::net::prefix::Bijou64;
 use bijou_frame::net::transport::{FramedTransport, LengthChecked};
 use bijou_frame::net::{Connection, VerifyBudget};
-use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use bijou_test_support::echo;
-use bijou_test_support::messages::batch_response;
+use bijou_test_support::messages::{batch_response, frame};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures::StreamExt;
@@ -58,7 +57,7 @@ fn response(n: u32) -> (Bytes, Vec<SignedItem<LooseCommit>>) {
         unreachable!("batch_response makes an Ok response");
     };
     let commits = diff.commits().to_vec();
-    (Message::Sync(msg).encode().expect("encode"), commits)
+    (frame(&msg), commits)
 }
 
 type Channel = LengthChecked<
