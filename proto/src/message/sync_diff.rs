@@ -210,4 +210,25 @@ mod tests {
             })
         );
     }
+
+    #[test]
+    fn a_repeat_names_where_its_payload_first_appeared() {
+        // [item(1), item(2), item(3)] patched into [item(1), item(2),
+        // item(1)]: the error points at index 0, not at the previous item.
+        let wire = SyncDiff::new(vec![item(1), item(2), item(3)], vec![], [], [])
+            .encode()
+            .unwrap();
+        let len = item(1).encode().unwrap().len();
+        let mut repeat = wire.to_vec();
+        repeat.copy_within(8..8 + len, 8 + 2 * len);
+        assert_eq!(
+            SyncDiff::decode(repeat.into()),
+            Err(MessageError::DuplicateItem {
+                field: "commits",
+                index: 2,
+                first: 0,
+                offset: 8 + 2 * len,
+            })
+        );
+    }
 }
