@@ -47,7 +47,11 @@ pub enum MessageError {
     },
     /// A diff carries the same signed payload twice (non-canonical: a diff
     /// is a set, and each copy would cost a verification).
-    #[error("{field} item {index} at offset {offset} repeats item {first}")]
+    #[error(
+        "{field} item {index} at offset {offset} repeats the signed payload of item {first}; \
+         a diff is a set, each signed payload at most once (the sender should drop the repeat, \
+         as SyncDiff::new does)"
+    )]
     DuplicateItem {
         /// `"commits"` or `"fragments"`.
         field: &'static str,

@@ -222,7 +222,7 @@ mod tests {
         let mut repeat = wire.to_vec();
         repeat.copy_within(8..8 + len, 8 + 2 * len);
         assert_eq!(
-            SyncDiff::decode(repeat.into()),
+            SyncDiff::decode(repeat.clone().into()),
             Err(MessageError::DuplicateItem {
                 field: "commits",
                 index: 2,
@@ -230,5 +230,14 @@ mod tests {
                 offset: 8 + 2 * len,
             })
         );
+        let message = SyncDiff::decode(repeat.into()).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!(
+                "commits item 2 at offset {} repeats the signed payload of item 0; ",
+                8 + 2 * len
+            )),
+            "{message}"
+        );
+        assert!(message.contains("drop the repeat"), "{message}");
     }
 }
