@@ -191,22 +191,33 @@ mod tests {
         )
     }
 
+    /// The wire form of a diff of one commit per head, with item `from`
+    /// copied over item `to`, and the offset item `to` starts at. The items
+    /// have equal lengths and follow the header's four `u16` counts.
+    fn with_item_repeated(heads: &[u8], from: usize, to: usize) -> (Bytes, usize) {
+        const HEADER: usize = 4 * 2;
+        let items = heads.iter().map(|&head| item(head)).collect();
+        let wire = SyncDiff::new(items, vec![], [], []).encode().unwrap();
+        let len = item(heads[0]).encode().unwrap().len();
+        let (at, source) = (HEADER + to * len, HEADER + from * len);
+        let mut patched = wire.to_vec();
+        patched.copy_within(source..source + len, at);
+        (patched.into(), at)
+    }
+
     #[test]
     fn repeats_are_dropped_by_the_constructor_and_refused_by_the_decoder() {
         let diff = SyncDiff::new(vec![item(1), item(2), item(1)], vec![], [], []);
         assert_eq!(diff.commits(), &[item(1), item(2)]);
-        // Patch the wire form of [item(1), item(2)] into [item(1), item(1)].
-        let wire = diff.encode().unwrap();
-        let len = item(1).encode().unwrap().len();
-        let mut twice = wire.to_vec();
-        twice.copy_within(8..8 + len, 8 + len);
+        // The wire form of [item(1), item(2)] patched into [item(1), item(1)].
+        let (twice, offset) = with_item_repeated(&[1, 2], 0, 1);
         assert_eq!(
-            SyncDiff::decode(twice.into()),
+            SyncDiff::decode(twice),
             Err(MessageError::DuplicateItem {
                 field: "commits",
                 index: 1,
                 first: 0,
-                offset: 8 + len,
+                offset,
             })
         );
     }
@@ -215,26 +226,20 @@ mod tests {
     fn a_repeat_names_where_its_payload_first_appeared() {
         // [item(1), item(2), item(3)] patched into [item(1), item(2),
         // item(1)]: the error points at index 0, not at the previous item.
-        let wire = SyncDiff::new(vec![item(1), item(2), item(3)], vec![], [], [])
-            .encode()
-            .unwrap();
-        let len = item(1).encode().unwrap().len();
-        let mut repeat = wire.to_vec();
-        repeat.copy_within(8..8 + len, 8 + 2 * len);
+        let (repeat, offset) = with_item_repeated(&[1, 2, 3], 0, 2);
         assert_eq!(
-            SyncDiff::decode(repeat.clone().into()),
+            SyncDiff::decode(repeat.clone()),
             Err(MessageError::DuplicateItem {
                 field: "commits",
                 index: 2,
                 first: 0,
-                offset: 8 + 2 * len,
+                offset,
             })
         );
-        let message = SyncDiff::decode(repeat.into()).unwrap_err().to_string();
+        let message = SyncDiff::decode(repeat).unwrap_err().to_string();
         assert!(
             message.starts_with(&format!(
-                "commits item 2 at offset {} repeats the signed payload of item 0; ",
-                8 + 2 * len
+                "commits item 2 at offset {offset} repeats the signed payload of item 0; "
             )),
             "{message}"
         );
