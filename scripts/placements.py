@@ -14,7 +14,7 @@ mean, and the mean's ratio to bijoux's.
   python3 scripts/placements.py --no-build       # reuse the last build
 
 Needs objdump (binutils) and taskset (util-linux); x86-64 only (the loop
-is found by its one-byte test, `cmp $0xf8`). The build took 1.5 minutes
+is found by its one-byte test, `cmp $0xf8` or `cmp $0xf7`). The build took 1.5 minutes
 here with the crates fetched (expect up to four from an empty target
 directory on two cores); a run of 15 rounds about a minute.
 """
@@ -58,7 +58,8 @@ def last_build():
 
 
 def loop_heads(binary):
-    """Function start -> address of its first `cmp $0xf8` (the loop's one-byte test)."""
+    """Function start -> address of its first `cmp $0xf8` or `cmp $0xf7` (the loop's
+    one-byte test: `tag < 0xF8` compiles to either, with the branch to match)."""
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary],
                          stdout=subprocess.PIPE, check=True, text=True).stdout
     heads, main, start = {}, None, None
@@ -69,7 +70,7 @@ def loop_heads(binary):
             if re.search(r"placements\d*4main", m.group(2)):
                 main = start
             continue
-        if start is not None and start not in heads and re.search(r"cmp\s+\$0xf8,", line):
+        if start is not None and start not in heads and re.search(r"cmp[bl]?\s+\$0xf[78],", line):
             heads[start] = int(line.split(":")[0], 16)
     if main is None:
         sys.exit("placements.py: no main in the disassembly")
@@ -99,8 +100,9 @@ def main():
         if f[0] == "copy":
             start = main_at + int(f[3])
             if start not in heads:
-                sys.exit(f"placements.py: no `cmp $0xf8` (the loop's one-byte test) in {f[1]} copy {f[2]}; "
-                         "the script reads x86-64 code only, and needs the binary it built (drop --no-build)")
+                sys.exit(f"placements.py: no `cmp $0xf8` or `cmp $0xf7` (the loop's one-byte test) in {f[1]} "
+                         f"copy {f[2]}; is the decoder inlined into the copy? The script reads x86-64 "
+                         "code only, and needs the binary it built (drop --no-build)")
             placement[(f[1], int(f[2]))] = (heads[start] % 64) // 16
         elif f[0] == "time":
             dist, dec, copy, ns = f[1], f[2], int(f[3]), float(f[4])
