@@ -14,9 +14,9 @@ mean, and the mean's ratio to bijoux's.
   python3 scripts/placements.py --no-build       # reuse the last build
 
 Needs objdump (binutils) and taskset (util-linux); x86-64 only (the loop
-is found by its one-byte test, `cmp $0xf8` or `cmp $0xf7`). The build took 1.5 minutes
-here with the crates fetched (expect up to four from an empty target
-directory on two cores); a run of 15 rounds about a minute.
+is found by its one-byte test, `cmp $0xf8` or `cmp $0xf7`). The build
+took 1.5 minutes here with the crates fetched (expect up to four from an
+empty target directory on two cores); a run of 15 rounds about a minute.
 """
 import argparse
 import json
@@ -58,8 +58,9 @@ def last_build():
 
 
 def loop_heads(binary):
-    """Function start -> address of its first `cmp $0xf8` or `cmp $0xf7` (the loop's
-    one-byte test: `tag < 0xF8` compiles to either, with the branch to match)."""
+    """Function start -> address of its first `cmp $0xf8` or `cmp $0xf7`: the loop's
+    one-byte test. The loops built so far all compare with 0xf8; LLVM may also write
+    `tag < 0xF8` as a compare with 0xf7 and the opposite branch."""
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary],
                          stdout=subprocess.PIPE, check=True, text=True).stdout
     heads, main, start = {}, None, None
@@ -70,7 +71,7 @@ def loop_heads(binary):
             if re.search(r"placements\d*4main", m.group(2)):
                 main = start
             continue
-        if start is not None and start not in heads and re.search(r"cmp[bl]?\s+\$0xf[78],", line):
+        if start is not None and start not in heads and re.search(r"cmp[bwlq]?\s+\$0xf[78],", line):
             heads[start] = int(line.split(":")[0], 16)
     if main is None:
         sys.exit("placements.py: no main in the disassembly")
