@@ -12,6 +12,14 @@ mean, and the mean's ratio to bijoux's.
   python3 scripts/placements.py --rounds 9 tiny mixed
   python3 scripts/placements.py --per-copy       # every copy's median too
   python3 scripts/placements.py --no-build       # reuse the last build
+  python3 scripts/placements.py --rounds 9 --align 6,7,8,9   # four builds, then across them
+
+`--align` builds once per function alignment (2^K bytes, each in its own target
+directory, target/placements-a<K>; 6 is target/placements): every copy still
+sits at one of the four placements in its 64-byte line, but at other addresses
+above that, which the branch predictor and the op cache also index by. After
+each build's table comes one across the builds: each decoder's mean over every
+placement of every build, its ratio to bijoux's, and each build's ratio.
 
 Needs objdump (binutils) and taskset (util-linux); x86-64 only (the loop
 is found by its one-byte test, `cmp $0xf8` or `cmp $0xf7`). The build
@@ -27,14 +35,20 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TARGET = os.path.join(ROOT, "target", "placements")
-FLAGS = "-C llvm-args=-align-all-functions=6"
+DEFAULT_ALIGN = 6  # functions aligned to 2^6 = 64 bytes
+
+
+def target_dir(align):
+    """target/placements for the default alignment (as before), target/placements-a<K> else."""
+    name = "placements" if align == DEFAULT_ALIGN else f"placements-a{align}"
+    return os.path.join(ROOT, "target", name)
 OURS = ["bijou64-decode", "bijou64-reader"]
 PEER = "bijoux"
 
 
-def build():
-    env = dict(os.environ, RUSTFLAGS=FLAGS, CARGO_TARGET_DIR=TARGET)
+def build(align):
+    flags = f"-C llvm-args=-align-all-functions={align}"
+    env = dict(os.environ, RUSTFLAGS=flags, CARGO_TARGET_DIR=target_dir(align))
     out = subprocess.run(
         ["cargo", "bench", "-p", "bijou-frame-benches", "--bench", "placements",
          "--no-run", "--message-format=json"],
@@ -47,13 +61,13 @@ def build():
     sys.exit("placements.py: cargo built no placements executable")
 
 
-def last_build():
-    deps = os.path.join(TARGET, "release", "deps")
+def last_build(align):
+    deps = os.path.join(target_dir(align), "release", "deps")
     found = [os.path.join(deps, f) for f in os.listdir(deps)
              if f.startswith("placements-") and os.access(os.path.join(deps, f), os.X_OK)
              and "." not in f]
     if not found:
-        sys.exit("placements.py: no earlier build in target/placements; drop --no-build")
+        sys.exit(f"placements.py: no earlier build in {target_dir(align)}; drop --no-build")
     return max(found, key=os.path.getmtime)
 
 
@@ -78,16 +92,9 @@ def loop_heads(binary):
     return heads, main
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dists", nargs="*", help="distributions to run (default: all)")
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    ap.add_argument("--cpu", default="1", help="core to pin to (default 1)")
-    ap.add_argument("--no-build", action="store_true", help="reuse the last build")
-    ap.add_argument("--per-copy", action="store_true", help="print every copy's median")
-    args = ap.parse_args()
-
-    binary = last_build() if args.no_build else build()
+def measure(binary, args):
+    """Runs one build; returns the distributions in order and, per (distribution, decoder),
+    the median of each of the four placements."""
     heads, main_at = loop_heads(binary)
     run = subprocess.run(["taskset", "-c", args.cpu, binary, "--bench", *args.dists],
                          env=dict(os.environ, ROUNDS=str(args.rounds)),
@@ -121,6 +128,12 @@ def main():
             sys.exit(f"placements.py: {dec}'s copies miss a placement ({per} copies per placement); "
                      "try more COPIES in benches/placements.rs")
     print("Copies per placement: " + "; ".join(f"{dec} {per}" for dec, per in counts.items()))
+    per_placement = {key: [statistics.median(by[k]) for k in range(4)] for key, by in times.items()}
+    return dists, per_placement
+
+
+def print_build(dists, per_placement):
+    decoders = OURS + [PEER]
     print()
     print("ns a value: the mean over the four placements [each placement's median over its copies]")
     print()
@@ -130,11 +143,62 @@ def main():
     for dist in dists:
         means, cells = {}, []
         for dec in decoders:
-            per = [statistics.median(times[(dist, dec)][k]) for k in range(4)]
+            per = per_placement[(dist, dec)]
             means[dec] = sum(per) / 4
             cells.append(f"{means[dec]:.2f} [{' '.join(f'{x:.2f}' for x in per)}]")
         ratios = [f"{means[o] / means[PEER]:.2f}" for o in OURS]
         print(f"| {dist} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+
+
+def print_across(aligns, builds):
+    """Per distribution and decoder, the mean over every build's four placements, its ratio to
+    bijoux's, and each build's own ratio."""
+    dists = builds[0][0]
+    print()
+    print(f"Across {len(aligns)} builds (functions aligned to 2^{', 2^'.join(map(str, aligns))} bytes): "
+          "ns a value, the mean over every placement of every build; ratios to bijoux's mean, "
+          "then each build's ratio")
+    print()
+    print("| distribution | " + " | ".join(f"{d}" for d in OURS + [PEER]) + " | "
+          + " | ".join(f"{o}/{PEER} [per build]" for o in OURS) + " |")
+    print("|" + "---|" * (1 + len(OURS) + 1 + len(OURS)))
+    for dist in dists:
+        means = {dec: statistics.mean(x for _, per in builds for x in per[(dist, dec)])
+                 for dec in OURS + [PEER]}
+        ratios = []
+        for o in OURS:
+            each = [sum(per[(dist, o)]) / sum(per[(dist, PEER)]) for _, per in builds]
+            ratios.append(f"{means[o] / means[PEER]:.2f} [{' '.join(f'{r:.2f}' for r in each)}]")
+        print(f"| {dist} | " + " | ".join(f"{means[d]:.2f}" for d in OURS + [PEER]) + " | "
+              + " | ".join(ratios) + " |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dists", nargs="*", help="distributions to run (default: all)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--cpu", default="1", help="core to pin to (default 1)")
+    ap.add_argument("--no-build", action="store_true", help="reuse the last build")
+    ap.add_argument("--per-copy", action="store_true", help="print every copy's median")
+    ap.add_argument("--align", default=str(DEFAULT_ALIGN),
+                    help="function alignments to build with, as powers of two, comma-separated "
+                         "(default 6: 64 bytes); with more than one, every build is run and a "
+                         "table across them follows")
+    args = ap.parse_args()
+    aligns = [int(a) for a in args.align.split(",")]
+    if any(a < 6 for a in aligns):
+        sys.exit("placements.py: --align below 6 (64 bytes) would move the loops' placements")
+
+    builds = []
+    for align in aligns:
+        binary = last_build(align) if args.no_build else build(align)
+        if len(aligns) > 1:
+            print(f"\n## functions aligned to 2^{align} bytes")
+        dists, per_placement = measure(binary, args)
+        print_build(dists, per_placement)
+        builds.append((dists, per_placement))
+    if len(aligns) > 1:
+        print_across(aligns, builds)
 
 
 if __name__ == "__main__":
