@@ -339,14 +339,16 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 //
 // One bounds check covers the whole 9-byte window; each arm then reads its
 // payload with one load (of 1, 2, 4 or 8 bytes) and at most one constant
-// shift or mask. The arms hand out their offset, payload and length, and
-// one checked addition after the `match` makes the value: the compiler
-// copies that addition into every arm, where it is a single add whose
-// carry flag is the overflow test (only tier 8 can carry). An overflow
-// test written inside the tier-8 arm against the constant `u64::MAX -
-// OFFSETS[8]` compiled to a compare with a second 64-bit constant, which
-// in a caller's loop short of registers costs two more instructions a
-// value (about 1.2x bijoux on the tier-8 distributions). Fewer than 9
+// shift. Tiers 1-7 add their offset with a plain addition (the sum stays
+// below the next tier's offset), so in the loops measured their arms leave
+// by an unconditional jump; only tier 8's arm tests for overflow. The
+// earlier shape did one checked addition after the `match`, which LLVM
+// copied into every arm as an add whose carry was the test, so every arm
+// left by a conditional jump: over sixteen layouts of the caller's loop (README, "At every loop
+// placement", four builds) that shape ran `small`, `medium`, `large`,
+// `boundary` and `uniform` at 0.86-0.96 of bijoux's time but `mixed`
+// (4,096 values of random tiers, repeated) at 1.05, and this one runs
+// every distribution at 0.98-1.01 and `mixed` at 0.93. Fewer than 9
 // bytes left (only near the end of the input) go to `decode_short`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
@@ -391,27 +393,25 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     };
     // Each arm loads its own payload (a load shared by all arms would be
     // made before the jump and copied after it).
-    let (offset, payload, len) = match chunk[0] {
-        0xF8 => (OFFSETS[1], u64::from(chunk[1]), 2),
+    let (value, len) = match chunk[0] {
+        0xF8 => (OFFSETS[1] + u64::from(chunk[1]), 2),
         0xF9 => (
-            OFFSETS[2],
-            u64::from(u16::from_be_bytes([chunk[1], chunk[2]])),
+            OFFSETS[2] + u64::from(u16::from_be_bytes([chunk[1], chunk[2]])),
             3,
         ),
-        0xFA => (OFFSETS[3], be4(1) >> 8, 4),
-        0xFB => (OFFSETS[4], be4(1), 5),
-        0xFC => (OFFSETS[5], be8(1) >> 24, 6),
-        0xFD => (OFFSETS[6], be8(1) >> 16, 7),
-        0xFE => (OFFSETS[7], be8(1) >> 8, 8),
-        // 0xFF (the one-byte tags returned above).
-        _ => (OFFSETS[8], be8(1), MAX_LEN),
+        0xFA => (OFFSETS[3] + (be4(1) >> 8), 4),
+        0xFB => (OFFSETS[4] + be4(1), 5),
+        0xFC => (OFFSETS[5] + (be8(1) >> 24), 6),
+        0xFD => (OFFSETS[6] + (be8(1) >> 16), 7),
+        0xFE => (OFFSETS[7] + (be8(1) >> 8), 8),
+        // 0xFF (the one-byte tags returned above): the only tier whose
+        // payload can carry the sum past `u64::MAX`.
+        _ => match OFFSETS[8].checked_add(be8(1)) {
+            Some(value) => (value, MAX_LEN),
+            None => return Err(DecodeError::Overflow),
+        },
     };
-    // Every tier below 8 stays under the next tier's offset; tier 8
-    // overflows past `u64::MAX` for payloads above `u64::MAX - OFFSETS[8]`.
-    match offset.checked_add(payload) {
-        Some(value) => Ok((value, len)),
-        None => Err(DecodeError::Overflow),
-    }
+    Ok((value, len))
 }
 
 /// The slow path of [`decode`] for inputs shorter than [`MAX_LEN`] whose
