@@ -44,69 +44,15 @@ use std::time::Instant;
 
 use bijou_codec::bijou64;
 use bytes::Bytes;
+use placed_loops::{Loop, COPIES};
 use shootout_values::distributions;
 
+mod placed_loops;
 mod shootout_loops;
 mod shootout_values;
 
-/// Copies of each loop; with 16-byte loop alignment and a prologue that
-/// grows by about 8 bytes a copy, 16 copies cover the four placements.
-const COPIES: usize = 16;
-
 /// Values decoded per timed call, about: a few milliseconds a sample.
 const VALUES_PER_SAMPLE: usize = 1 << 20;
-
-type Loop = fn(&[u8], &Bytes) -> u64;
-
-/// Copy `P` of a decoder's loop: `P` stack round trips, then the loop of
-/// `shootout_loops.rs` (inlined, so each copy has its own). The padding's
-/// sum is added and subtracted again, so every copy returns the sum of the
-/// values and the round trips cannot be dropped.
-macro_rules! placed_loop {
-    ($name:ident, |$buf:ident, $frame:ident| $body:expr) => {
-        #[inline(never)]
-        fn $name<const P: usize>($buf: &[u8], $frame: &Bytes) -> u64 {
-            let mut padding = 0u64;
-            let mut i = 0;
-            while i < P {
-                padding = black_box(padding.wrapping_add(i as u64));
-                i += 1;
-            }
-            padding.wrapping_add($body).wrapping_sub(padding)
-        }
-    };
-}
-
-placed_loop!(ours_decode, |buf, _frame| shootout_loops::decode_loop(buf));
-placed_loop!(ours_reader, |_buf, frame| shootout_loops::reader_loop(
-    frame
-));
-placed_loop!(bijoux_decode, |buf, _frame| shootout_loops::bijoux_loop(
-    buf
-));
-
-macro_rules! copies {
-    ($f:ident) => {
-        [
-            $f::<0> as Loop,
-            $f::<1>,
-            $f::<2>,
-            $f::<3>,
-            $f::<4>,
-            $f::<5>,
-            $f::<6>,
-            $f::<7>,
-            $f::<8>,
-            $f::<9>,
-            $f::<10>,
-            $f::<11>,
-            $f::<12>,
-            $f::<13>,
-            $f::<14>,
-            $f::<15>,
-        ]
-    };
-}
 
 fn median(samples: &mut [f64]) -> f64 {
     samples.sort_by(f64::total_cmp);
@@ -124,11 +70,7 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5)
         .max(1);
-    let decoders: [(&str, [Loop; COPIES]); 3] = [
-        ("bijou64-decode", copies!(ours_decode)),
-        ("bijou64-reader", copies!(ours_reader)),
-        ("bijoux", copies!(bijoux_decode)),
-    ];
+    let decoders: [(&str, [Loop; COPIES]); 3] = placed_loops::decoders();
     let main_address = main as fn() as usize;
     for (name, loops) in &decoders {
         for (copy, f) in loops.iter().enumerate() {

@@ -12,17 +12,47 @@
 //! - `canonical/<dist>`: stream-decode plus the canonicality check the
 //!   format needs (none for bijou64: it is bijective).
 //!
+//! The single-value loops (`bijou64-decode`, `bijou64-reader`, `bijoux`)
+//! are timed twice: once as one loop, as a program that calls the decoder
+//! gets it, and once spread over sixteen copies of the loop at different
+//! places in the binary (the `-placed` functions, `placed_loops.rs`),
+//! whose time is the mean over the placements this build drew. One loop's
+//! time is a draw of its placement, which moves these loops by up to 2x
+//! between builds; the spread does not remove that, it averages it.
+//!
 //! Print the table with `python3 scripts/bench-table.py varint`.
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bijou_codec::{bijou64, leb128};
+use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use placed_loops::{Loop, COPIES};
 use shootout_values::distributions;
 
+mod placed_loops;
 mod shootout_loops;
 mod shootout_values;
+
+/// Times `iters` calls spread over the copies of a loop, for
+/// `Bencher::iter_custom`: each copy in turn makes a run of consecutive
+/// calls (`iters / COPIES`, the first `iters % COPIES` copies one more),
+/// so that the branch predictor learns each copy's loop as it would learn
+/// the one loop of a build.
+fn time_spread(copies: &[Loop; COPIES], iters: u64, buf: &[u8], frame: &Bytes) -> Duration {
+    let copies_u64 = COPIES as u64;
+    let mut total = Duration::ZERO;
+    for (copy, f) in (0u64..).zip(copies) {
+        let calls = iters / copies_u64 + u64::from(copy < iters % copies_u64);
+        let start = Instant::now();
+        for _ in 0..calls {
+            black_box(f(black_box(buf), black_box(frame)));
+        }
+        total += start.elapsed();
+    }
+    total
+}
 
 fn encode_all(values: &[u64], encode: impl Fn(u64, &mut Vec<u8>)) -> Vec<u8> {
     let mut out = Vec::new();
@@ -143,6 +173,15 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
     group.bench_function("bijoux", |b| {
         b.iter(|| shootout_loops::bijoux_loop(black_box(&bijou[..])))
     });
+    // The same three loops, each spread over its sixteen copies (in the
+    // `decode` groups only: the `canonical` ones would time them again).
+    if !canonical {
+        for (decoder, copies) in placed_loops::decoders() {
+            group.bench_function(format!("{decoder}-placed"), |b| {
+                b.iter_custom(|iters| time_spread(&copies, iters, &bijou, &frame))
+            });
+        }
+    }
     group.bench_function("leb128-ours", |b| {
         b.iter(|| {
             let mut rest = black_box(&leb[..]);

@@ -37,7 +37,10 @@ PRESETS = {
         # The single-value decoder (what Reader::bijou64 runs) has its own
         # ratio to bijoux beside the bulk decoder's.
         # `Reader::bijou64` is the same decoder behind the message cursor.
-        ratio=["bijou64-decode/bijoux", "bijou64-reader/bijoux"],
+        # The `-placed` columns time each of those loops spread over sixteen
+        # copies at different places in the binary (benches/placed_loops.rs).
+        ratio=["bijou64-decode/bijoux", "bijou64-reader/bijoux",
+               "bijou64-decode-placed/bijoux-placed", "bijou64-reader-placed/bijoux-placed"],
     ),
 }
 
