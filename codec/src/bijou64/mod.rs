@@ -344,12 +344,12 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 // by an unconditional jump; only tier 8's arm tests for overflow. The
 // earlier shape did one checked addition after the `match`, which LLVM
 // copied into every arm as an add whose carry was the test, so every arm
-// left by a conditional jump: over sixteen layouts of the caller's loop (README, "At every loop
-// placement", four builds) that shape ran `small`, `medium`, `large`,
-// `boundary` and `uniform` at 0.86-0.96 of bijoux's time but `mixed`
-// (4,096 values of random tiers, repeated) at 1.05, and this one runs
-// every distribution at 0.98-1.01 and `mixed` at 0.93. Fewer than 9
-// bytes left (only near the end of the input) go to `decode_short`.
+// left by a conditional jump. Over sixteen layouts of the caller's loop
+// (README, "Across four builds") that shape ran `small`, `medium`,
+// `large`, `boundary` and `uniform` at 0.86-0.96 of bijoux's time but
+// `mixed` (4,096 values of random tiers, repeated) at 1.05; this one runs
+// the others at 0.95-1.01 and `mixed` at 0.93. Fewer than 9 bytes left
+// (only near the end of the input) go to `decode_short`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     if let Some(&tag) = buf.first() {
