@@ -30,8 +30,10 @@ use bytes::Bytes;
 
 use crate::shootout_loops;
 
-/// Copies of each loop; with 16-byte loop alignment and a prologue that
-/// grows by about 8 bytes a copy, 16 copies cover the four placements.
+/// Copies of each loop; with functions aligned to 64 bytes, 16-byte loop
+/// alignment and a prologue that grows by about 8 bytes a copy, 16 copies
+/// cover the four placements (without the function alignment, as in
+/// `varint.rs`, where each copy lands is the build's draw).
 pub const COPIES: usize = 16;
 
 /// One copy of a loop: the stream as a slice and as the `Bytes` a

@@ -42,6 +42,8 @@ def target_dir(align):
     """target/placements for the default alignment (as before), target/placements-a<K> else."""
     name = "placements" if align == DEFAULT_ALIGN else f"placements-a{align}"
     return os.path.join(ROOT, "target", name)
+
+
 OURS = ["bijou64-decode", "bijou64-reader"]
 PEER = "bijoux"
 
@@ -126,7 +128,7 @@ def measure(binary, args):
     for dec, per in counts.items():
         if 0 in per:
             sys.exit(f"placements.py: {dec}'s copies miss a placement ({per} copies per placement); "
-                     "try more COPIES in benches/placements.rs")
+                     "try more COPIES in benches/placed_loops.rs")
     print("Copies per placement: " + "; ".join(f"{dec} {per}" for dec, per in counts.items()))
     per_placement = {key: [statistics.median(by[k]) for k in range(4)] for key, by in times.items()}
     return dists, per_placement
