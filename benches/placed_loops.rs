@@ -3,7 +3,7 @@
 //!
 //! A caller's loop around `bijou64::decode` (or bijoux's) runs at a whole
 //! number of cycles a value, and which number depends on how its blocks
-//! fall on 64-byte lines (README, "Across code layouts"): one build's
+//! fall on 64-byte lines (`DECODERS.md`, "Across code layouts"): one build's
 //! timing of one loop is one draw of that lottery. Copy `P` is the loop of
 //! `shootout_loops.rs` behind `P` stack round trips (`black_box`), which
 //! moves the loop by a few bytes a copy and nothing else:

@@ -1,11 +1,11 @@
 //! The single-value decoders at every placement of their caller's loop.
 //!
 //! Our `bijou64::decode` and bijoux's compile to the same shape in a
-//! caller's loop (README, "Single-value `decode`"), and such a loop runs at
-//! a whole number of cycles a value that depends on how its blocks fall on
-//! 64-byte lines. One build draws one placement for each decoder, so one
-//! build's ratio is a draw too (README, "Across code layouts"). This
-//! benchmark times every placement in one binary instead:
+//! caller's loop (`DECODERS.md`, "Single-value `decode`"), and such a loop
+//! runs at a whole number of cycles a value that depends on how its blocks
+//! fall on 64-byte lines. One build draws one placement for each decoder,
+//! so one build's ratio is a draw too (`DECODERS.md`, "Across code
+//! layouts"). This benchmark times every placement in one binary instead:
 //!
 //! - the caller's loop (`shootout_loops.rs`: the `bijou64-decode`,
 //!   `bijou64-reader` and `bijoux` loops of `varint.rs`) is compiled

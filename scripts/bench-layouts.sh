@@ -2,7 +2,7 @@
 # The varint decoders against bijoux under several code layouts.
 #
 # Our single-value decoder and bijoux's compile to the same shape (see the
-# README's "Single-value `decode`"), so which of the two is ahead in one
+# "Single-value `decode`" in benches/DECODERS.md), so which of the two is ahead in one
 # build depends on where the linker puts their loops: between builds that
 # differ only in alignment, one loop ran at 1 or 2 cycles a value, and the
 # ratio to bijoux moved between 0.5 and 2. Two runs of one binary sample

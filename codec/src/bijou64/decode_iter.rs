@@ -211,7 +211,7 @@ const BULK: usize = 64;
 /// compiler turns it into a few vector compares over the whole block
 /// (SSE2 on the baseline x86-64 target). Measured against SWAR over 8-byte
 /// words (a byte is `>= 0xF8` when its top five bits are set), this made
-/// the bulk decoder about twice as fast; see the README's shootout notes.
+/// the bulk decoder about twice as fast; see `benches/DECODERS.md`.
 #[inline(always)]
 fn all_one_byte(block: &[u8; BULK]) -> bool {
     block.iter().fold(0u8, |long_tags, &byte| {

@@ -345,10 +345,10 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 // earlier shape did one checked addition after the `match`, which LLVM
 // copied into every arm as an add whose carry was the test, so every arm
 // left by a conditional jump. Over sixteen layouts of the caller's loop
-// (README, "Across four builds") that shape ran `small`, `medium`,
-// `large`, `boundary` and `uniform` at 0.86-0.96 of bijoux's time but
-// `mixed` (4,096 values of random tiers, repeated) at 1.05; this one runs
-// the others at 0.95-1.01 and `mixed` at 0.93. Fewer than 9 bytes left
+// (`benches/DECODERS.md`, "Across four builds") that shape ran `small`,
+// `medium`, `large`, `boundary` and `uniform` at 0.86-0.96 of bijoux's
+// time but `mixed` (4,096 values of random tiers, repeated) at 1.05; this
+// one runs the others at 0.95-1.01 and `mixed` at 0.93. Fewer than 9 bytes left
 // (only near the end of the input) go to `decode_short`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
@@ -424,8 +424,9 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 /// the caller's loop only in register choice, and that moves the `mixed`
 /// (random tiers) loop by up to 8% either way depending on the code around
 /// it: 1.05 -> 0.97 of bijoux's in one placement harness, 0.98 -> 1.06 in
-/// another whose loop differed only in where its sum starts (README,
-/// "`decode_short` per crate"). No speed is claimed for it.
+/// another whose loop differed only in where its sum starts
+/// (`benches/DECODERS.md`, "`decode_short` per crate"). No speed is
+/// claimed for it.
 #[cold]
 #[inline]
 fn decode_short(buf: &[u8]) -> (u64, usize) {

@@ -62,7 +62,8 @@ impl<T: Payload> Wire for BlobMessage<T> {
     // `Message::decode` of a commit took 258-272 ns instead of 237-243
     // (`messages_decode`); a small program that decodes the same message,
     // where it was out of line either way, went from 255-274 ns to 231-247
-    // with the attribute (README, "`decode_short` per crate").
+    // with the attribute (`benches/DECODERS.md`, "`decode_short` per
+    // crate").
     #[inline]
     fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
         Ok(Self {
