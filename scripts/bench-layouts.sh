@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The varint decoders against bijoux under several code layouts.
 #
-# Our single-value decoder and bijoux's compile to the same shape (see the
-# "Single-value `decode`" in benches/DECODERS.md), so which of the two is ahead in one
-# build depends on where the linker puts their loops: between builds that
-# differ only in alignment, one loop ran at 1 or 2 cycles a value, and the
-# ratio to bijoux moved between 0.5 and 2. Two runs of one binary sample
-# the machine's noise, not that.
+# Our single-value decoder and bijoux's compile to the same shape (see
+# "Single-value `decode`" in benches/DECODERS.md), so which of the two is
+# ahead in one build depends on where the linker puts their loops: between
+# builds that differ only in alignment, one loop ran at 1 or 2 cycles a
+# value, and the ratio to bijoux moved between 0.5 and 2. Two runs of one
+# binary sample the machine's noise, not that.
 # This script builds the varint benchmark once per layout (each in its own
 # target directory under target/layouts/, so the builds are kept), then
 # runs the decode groups of each build in turn, pinned to one core, and

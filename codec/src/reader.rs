@@ -504,8 +504,8 @@ impl<'a> Reader<'a> {
 /// decoder's tier offsets then no longer fitted in registers, and the
 /// tier-8 path took a third taken branch: a loop of `Reader::bijou64` ran
 /// at up to 1.9x a loop of [`bijou64::decode`] on `large` and `uniform`
-/// (`benches/DECODERS.md`, "Across code layouts"). Now the two loops compile to the
-/// same instructions.
+/// (`benches/DECODERS.md`, "Across code layouts"). Now the two loops
+/// compile to the same instructions.
 #[cold]
 #[inline]
 fn bijou64_error(

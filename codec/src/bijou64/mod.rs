@@ -348,8 +348,8 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 // (`benches/DECODERS.md`, "Across four builds") that shape ran `small`,
 // `medium`, `large`, `boundary` and `uniform` at 0.86-0.96 of bijoux's
 // time but `mixed` (4,096 values of random tiers, repeated) at 1.05; this
-// one runs the others at 0.95-1.01 and `mixed` at 0.93. Fewer than 9 bytes left
-// (only near the end of the input) go to `decode_short`.
+// one runs the others at 0.95-1.01 and `mixed` at 0.93. Fewer than 9 bytes
+// left (only near the end of the input) go to `decode_short`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     if let Some(&tag) = buf.first() {
