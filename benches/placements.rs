@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use bijou_codec::bijou64;
 use bytes::Bytes;
-use placed_loops::{Loop, COPIES};
+use placed_loops::COPIES;
 use shootout_values::distributions;
 
 mod placed_loops;
@@ -70,7 +70,7 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5)
         .max(1);
-    let decoders: [(&str, [Loop; COPIES]); 3] = placed_loops::decoders();
+    let decoders = placed_loops::decoders();
     let main_address = main as fn() as usize;
     for (name, loops) in &decoders {
         for (copy, f) in loops.iter().enumerate() {
