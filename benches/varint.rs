@@ -19,6 +19,9 @@
 //! whose time is the mean over the placements this build drew. One loop's
 //! time is a draw of its placement, which moves these loops by up to 2x
 //! between builds; the spread does not remove that, it averages it.
+//! `bijoux-again` (in the `decode` groups) is bijoux's loop a second time,
+//! a control: its ratio to `bijoux` is what placement alone does to a
+//! one-loop ratio in this build.
 //!
 //! Print the table with `python3 scripts/bench-table.py varint`.
 
@@ -173,6 +176,15 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
     group.bench_function("bijoux", |b| {
         b.iter(|| shootout_loops::bijoux_loop(black_box(&bijou[..])))
     });
+    if !canonical {
+        // A control: bijoux's loop again, in a second function that adds
+        // 1 after the loop (so that LLVM does not merge the two). Its
+        // ratio to `bijoux` is what the placement of two identical loops
+        // in one build does to a ratio, with no decoder difference in it.
+        group.bench_function("bijoux-again", |b| {
+            b.iter(|| shootout_loops::bijoux_loop(black_box(&bijou[..])).wrapping_add(1))
+        });
+    }
     // The same three loops, each spread over its sixteen copies (in the
     // `decode` groups only: the `canonical` ones would time them again).
     if !canonical {

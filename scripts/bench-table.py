@@ -37,9 +37,11 @@ PRESETS = {
         # The single-value decoder (what Reader::bijou64 runs) has its own
         # ratio to bijoux beside the bulk decoder's.
         # `Reader::bijou64` is the same decoder behind the message cursor.
+        # `bijoux-again` is bijoux's loop a second time (a control: what
+        # placement alone does to a one-loop ratio in this build).
         # The `-placed` columns time each of those loops spread over sixteen
         # copies at different places in the binary (benches/placed_loops.rs).
-        ratio=["bijou64-decode/bijoux", "bijou64-reader/bijoux",
+        ratio=["bijou64-decode/bijoux", "bijou64-reader/bijoux", "bijoux-again/bijoux",
                "bijou64-decode-placed/bijoux-placed", "bijou64-reader-placed/bijoux-placed"],
     ),
 }
