@@ -22,7 +22,8 @@
 //!
 //! Lane 0 starts at the cursor, a value boundary, and hands its values to
 //! the closure as it goes. Lane 1 starts [`SPAN`] bytes further on, which
-//! may be inside a value, and keeps its values and their positions. Both
+//! may be inside a value, and keeps its values (and where its first
+//! [`MAX_LEN`] values start, the only places it can meet lane 0). Both
 //! take one branch-free step per iteration. When lane 0 reaches the first
 //! boundary `t` at or past `cursor + SPAN`, lane 1's values from position
 //! `t` on are the stream's own (where the next value starts depends only
@@ -51,19 +52,14 @@ pub(super) const SPAN: usize = 256;
 const KEPT: usize = SPAN;
 
 /// What lane 1 decoded, kept until lane 0 catches up with it. Held by the
-/// caller across blocks so that its 4 KiB are zeroed once per fold.
+/// caller across blocks so that its 2 KiB are zeroed once per fold.
 pub(super) struct LaneScratch {
     values: [u64; KEPT],
-    /// Where each value starts.
-    starts: [usize; KEPT],
 }
 
 impl LaneScratch {
     pub(super) const fn new() -> Self {
-        Self {
-            values: [0; KEPT],
-            starts: [0; KEPT],
-        }
+        Self { values: [0; KEPT] }
     }
 }
 
@@ -196,22 +192,36 @@ where
     let last_lane1_start = buf.len() - MAX_LEN;
     let (mut lane0, mut lane1) = (0, guess);
     let mut steps = 0;
-    // Both lanes, one step each, until lane 0 crosses the guess. `steps`
-    // is below `KEPT` in the body, so the stores need no bounds check.
-    while lane0 < SPAN && lane1 <= last_lane1_start && steps < KEPT {
-        let Some((value0, next0)) = step(lane0_bytes, lane0) else {
-            break;
+    // Lane 0 ends on the first boundary at or past the guess, at most
+    // `MAX_LEN - 1` bytes past it, and lane 1 moves at least a byte a
+    // step from the guess: if lane 1 steps on that boundary, it does so in
+    // its first `MAX_LEN` steps. Only those starts are kept.
+    let mut early_starts = [usize::MAX; MAX_LEN];
+    // Both lanes, one step each, until lane 0 crosses the guess: the first
+    // `MAX_LEN` steps also record where lane 1's values start, the rest do
+    // not (a store less a step). `steps` is below `KEPT` in the body (and
+    // below `MAX_LEN` in the first loop), so the stores need no bounds
+    // check.
+    macro_rules! both_lanes {
+        ($steps_below:expr $(, $keep_start:expr)?) => {
+            while lane0 < SPAN && lane1 <= last_lane1_start && steps < $steps_below {
+                let Some((value0, next0)) = step(lane0_bytes, lane0) else {
+                    break;
+                };
+                let Some((value1, next1)) = step(buf, lane1) else {
+                    break;
+                };
+                acc = f(acc, Ok(value0));
+                kept.values[steps] = value1;
+                $($keep_start;)?
+                lane0 = next0;
+                lane1 = next1;
+                steps += 1;
+            }
         };
-        let Some((value1, next1)) = step(buf, lane1) else {
-            break;
-        };
-        acc = f(acc, Ok(value0));
-        kept.values[steps] = value1;
-        kept.starts[steps] = lane1;
-        lane0 = next0;
-        lane1 = next1;
-        steps += 1;
     }
+    both_lanes!(MAX_LEN, early_starts[steps] = lane1);
+    both_lanes!(KEPT);
     let mut decoded = steps;
     // Lane 0 alone, if lane 1 stopped first.
     while lane0 < SPAN {
@@ -226,8 +236,10 @@ where
     let lane0 = start + lane0;
     // Where lane 1 meets lane 0's boundary, if it does: its starts grow
     // from the guess, and lane 0 ends at most `MAX_LEN - 1` bytes past it.
-    let starts = &kept.starts[..steps];
-    let first_at_or_past = starts.iter().enumerate().find(|&(_, &at)| at >= lane0);
+    let first_at_or_past = early_starts
+        .iter()
+        .enumerate()
+        .find(|&(_, &at)| at >= lane0);
     if let Some((first, &at)) = first_at_or_past {
         if at == lane0 {
             #[cfg(test)]
@@ -323,6 +335,24 @@ pub(super) mod tests {
         let (out, end, _) = lanes(&bytes, usize::MAX);
         assert!(bytes.len() - end < 2 * SPAN + MAX_LEN + MAX_LEN);
         assert_eq!(out, reference_decode(&bytes[..end]));
+    }
+
+    /// The latest lane 1 can meet lane 0: a tier-8 value starting one byte
+    /// before the guess ends eight bytes past it, and lane 1, reading its
+    /// payload bytes as one-byte values, steps on that end with its ninth
+    /// start (index 8, the last one kept).
+    #[test]
+    fn lane_1_meets_lane_0_at_its_ninth_start() {
+        let mut bytes = alloc::vec![0x01; SPAN - 1];
+        encode_to_vec(OFFSETS[8] + 0x0102_0304_0506_0708, &mut bytes);
+        assert_eq!(bytes.len(), SPAN + 8);
+        bytes.extend_from_slice(&random_tiers(3000, 5));
+        let (out, end, from_lane1) = lanes(&bytes, 1);
+        assert_eq!(out, reference_decode(&bytes[..end]));
+        // Lane 0 took SPAN steps (SPAN - 1 one-byte values and the tier-8
+        // one); lane 1 as many, of which the first eight are dropped.
+        assert_eq!(from_lane1, SPAN - 8);
+        assert_eq!(out.len(), 2 * SPAN - 8);
     }
 
     /// Tier-8 values whose fourth payload byte is `0xFF`: lane 1 starts
