@@ -176,6 +176,8 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
     group.bench_function("bijoux", |b| {
         b.iter(|| shootout_loops::bijoux_loop(black_box(&bijou[..])))
     });
+    // The control and the spread loops are in the `decode` groups only (the
+    // `canonical` ones would time the same loops again).
     if !canonical {
         // A control: bijoux's loop again, in a second function that adds
         // 1 after the loop (so that LLVM does not merge the two). Its
@@ -184,10 +186,7 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
         group.bench_function("bijoux-again", |b| {
             b.iter(|| shootout_loops::bijoux_loop(black_box(&bijou[..])).wrapping_add(1))
         });
-    }
-    // The same three loops, each spread over its sixteen copies (in the
-    // `decode` groups only: the `canonical` ones would time them again).
-    if !canonical {
+        // The same three loops, each spread over its sixteen copies.
         for (decoder, copies) in placed_loops::decoders() {
             group.bench_function(format!("{decoder}-placed"), |b| {
                 b.iter_custom(|iters| time_spread(&copies, iters, &bijou, &frame))
