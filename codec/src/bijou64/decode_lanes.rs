@@ -195,7 +195,11 @@ where
     // Lane 0 ends on the first boundary at or past the guess, at most
     // `MAX_LEN - 1` bytes past it, and lane 1 moves at least a byte a
     // step from the guess: if lane 1 steps on that boundary, it does so in
-    // its first `MAX_LEN` steps. Only those starts are kept.
+    // its first `MAX_LEN` steps. Only those starts are kept; a slot lane 1
+    // did not reach keeps `usize::MAX`, which no boundary equals, so the
+    // search below runs over all nine (unrolled by LLVM) with no length to
+    // test. (Searching `early_starts[..steps.min(MAX_LEN)]` instead measured
+    // 1.5-2% slower on `mixed64k`, two alternated runs.)
     let mut early_starts = [usize::MAX; MAX_LEN];
     // Both lanes, one step each, until lane 0 crosses the guess: the first
     // `MAX_LEN` steps also record where lane 1's values start, the rest do
