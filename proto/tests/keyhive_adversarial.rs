@@ -6,6 +6,7 @@
 //! every accepted input re-encodes to exactly its bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use bijou_proto::keyhive::message::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{
     Access, ContactCardJson, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer,
     RootDelegation, SignedKeyhive, SukMessage,
@@ -62,7 +63,10 @@ fn samples() -> Vec<Bytes> {
                 sender: me.clone(),
                 target: peer(2),
                 requested: vec![[5; 32]],
-                found: vec![Bytes::from_static(b"event"), Bytes::new()],
+                found: vec![
+                    Bytes::from(vec![0x11; MIN_EVENT_LEN]),
+                    Bytes::from(vec![0x22; 300]),
+                ],
                 responder_total: 300,
                 requester_total: 1,
             },
@@ -72,7 +76,7 @@ fn samples() -> Vec<Bytes> {
             KeyhiveMessage::SyncOps {
                 sender: me.clone(),
                 target: peer(2),
-                ops: vec![Bytes::from(vec![7; 30])],
+                ops: vec![Bytes::from(vec![7; 140])],
                 responder_total: 0,
                 requester_total: 70_000,
             },

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use bijou_proto::keyhive::message::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{
     public_id, Access, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer, Outcome,
     Registration, Step, SukMessage,
@@ -326,18 +327,14 @@ fn every_keyhive_message_kind_they_sign_decodes_byte_for_byte() {
                 sender_id: me.clone(),
                 target_id: other.clone(),
                 requested: vec![[4; 32]],
-                found: vec![
-                    vec![1, 2, 3].into(),
-                    Vec::new().into(),
-                    vec![0xAB; 300].into(),
-                ],
+                found: vec![vec![1; MIN_EVENT_LEN].into(), vec![0xAB; 300].into()],
                 sync_responder_total: 70_000,
                 sync_requester_total: u64::MAX,
             },
             TheirMessage::SyncOps {
                 sender_id: me.clone(),
                 target_id: other.clone(),
-                ops: vec![vec![9; 24].into()],
+                ops: vec![vec![9; 140].into()],
                 sync_responder_total: 23,
                 sync_requester_total: 24,
             },
@@ -480,4 +477,106 @@ fn a_reordered_or_non_shortest_envelope_is_accepted_by_theirs_and_refused_by_our
             "{name}: {err}"
         );
     }
+}
+
+/// Keyhive's own parser (`bincode::deserialize` of a `StaticEvent`, as
+/// `subduction_keyhive` ingests `found` and `ops`) refuses every event
+/// shorter than `MIN_EVENT_LEN`, which our decoder refuses outright: the
+/// smallest real event (a contact card's `PrekeysExpanded`, 140 bytes) and
+/// a root delegation, cut at every length below it, and every variant tag
+/// followed by every length of filler below it.
+#[test]
+fn keyhive_parses_no_event_shorter_than_min_event_len() {
+    type Event = StaticEvent<Vec<u8>>;
+    let parses = |bytes: &[u8]| bincode::deserialize::<Event>(bytes).is_ok();
+    let smallest = block_on(async {
+        let keyhive = make_keyhive().await;
+        let card = keyhive.get_existing_contact_card().await;
+        let event: StaticEvent<[u8; 32]> = match card.op() {
+            keyhive_core::principal::individual::op::KeyOp::Add(add) => {
+                StaticEvent::PrekeysExpanded(Box::new(add.as_ref().clone()))
+            }
+            keyhive_core::principal::individual::op::KeyOp::Rotate(rot) => {
+                StaticEvent::PrekeyRotated(Box::new(rot.as_ref().clone()))
+            }
+        };
+        bincode::serialize(&event).unwrap()
+    });
+    assert_eq!(smallest.len(), 140, "a PrekeysExpanded event");
+    let delegation = DocumentKey::from_seed([7; 32])
+        .root_delegation(Grantee::Public, Access::Edit)
+        .unwrap()
+        .event;
+    for real in [&smallest[..], &delegation[..]] {
+        assert!(parses(real), "the uncut event parses");
+        assert!(real.len() >= MIN_EVENT_LEN);
+        for cut in 0..MIN_EVENT_LEN {
+            assert!(
+                !parses(&real[..cut]),
+                "{cut} bytes of a {}-byte event",
+                real.len()
+            );
+        }
+    }
+    for tag in 0u32..=5 {
+        for filler in [0x00, 0x01, 0x20, 0xFF] {
+            for len in 4..MIN_EVENT_LEN {
+                let mut bytes = vec![filler; len];
+                bytes[..4].copy_from_slice(&tag.to_le_bytes());
+                assert!(!parses(&bytes), "tag {tag}, {len} bytes of {filler:#04x}");
+            }
+        }
+    }
+}
+
+/// Their SyncOps and SyncResponse with events shorter than any keyhive
+/// event (which their decoder accepts and their ingest then drops) are
+/// refused by ours, naming the event.
+#[test]
+fn their_events_shorter_than_any_keyhive_event_are_refused() {
+    block_on(async {
+        let keyhive = make_keyhive().await;
+        let me = keyhive_peer_id(&keyhive);
+        let other = KeyhivePeerId::from_bytes([9; 32]);
+        for (events, index, len) in [
+            (vec![vec![1; 300], Vec::new()], 1, 0),
+            (
+                vec![vec![1; 200], vec![2; MIN_EVENT_LEN - 1]],
+                1,
+                MIN_EVENT_LEN - 1,
+            ),
+        ] {
+            let events: Vec<Arc<[u8]>> = events.into_iter().map(Into::into).collect();
+            for message in [
+                TheirMessage::SyncOps {
+                    sender_id: me.clone(),
+                    target_id: other.clone(),
+                    ops: events.clone(),
+                    sync_responder_total: 1,
+                    sync_requester_total: 2,
+                },
+                TheirMessage::SyncResponse {
+                    sender_id: me.clone(),
+                    target_id: other.clone(),
+                    requested: vec![],
+                    found: events.clone(),
+                    sync_responder_total: 1,
+                    sync_requester_total: 2,
+                },
+            ] {
+                let bytes = their_signed(&keyhive, &message, false).await;
+                let err = SukMessage::from_bytes(&bytes).unwrap_err();
+                let KeyhiveError::EventTooShort {
+                    index: at,
+                    len: got,
+                    min,
+                    ..
+                } = err
+                else {
+                    panic!("{}: {err}", message.variant_name());
+                };
+                assert_eq!((at, got, min), (index, len, MIN_EVENT_LEN), "{err}");
+            }
+        }
+    });
 }

@@ -3,7 +3,7 @@
 //! the layout before it is read, lengths checked against the bytes that
 //! remain before anything is sliced or allocated, offsets absolute in the
 //! `SUK\0` message. Shortest form is checked by the callers, which
-//! re-encode what they read and compare ([`first_difference`]).
+//! re-encode what they read against the input ([`cbor_difference`]).
 //!
 //! ```text
 //!   initial byte:  major type (3 bits) | additional info (5 bits)
@@ -11,6 +11,8 @@
 //!                  big-endian argument follows; 28..=30 reserved; 31
 //!                  indefinite length (refused here)
 //! ```
+
+use core::convert::Infallible;
 
 use minicbor::Decoder;
 
@@ -306,26 +308,17 @@ impl<'b> CborReader<'b> {
     }
 }
 
-/// The first index where `a` and `b` differ (or the shorter length).
-pub(crate) fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
-    if a == b {
-        return None;
-    }
-    Some(
-        a.iter()
-            .zip(b)
-            .position(|(x, y)| x != y)
-            .unwrap_or(a.len().min(b.len())),
-    )
-}
-
 /// A CBOR writer into a `Vec` (infallible: `Vec` grows).
 pub(crate) type CborWriter = minicbor::Encoder<Vec<u8>>;
+
+/// What the write functions return: writing into memory, or comparing,
+/// cannot fail.
+pub(crate) type WriteResult = Result<(), minicbor::encode::Error<Infallible>>;
 
 /// Runs `f` on a fresh writer and returns the bytes. Writing into a `Vec`
 /// cannot fail; the error arm is unreachable but kept typed.
 pub(crate) fn write_cbor(
-    f: impl FnOnce(&mut CborWriter) -> Result<(), minicbor::encode::Error<core::convert::Infallible>>,
+    f: impl FnOnce(&mut CborWriter) -> WriteResult,
 ) -> Result<Vec<u8>, KeyhiveError> {
     let mut w = minicbor::Encoder::new(Vec::new());
     f(&mut w).map_err(|_| KeyhiveError::Overflow {
@@ -334,4 +327,74 @@ pub(crate) fn write_cbor(
         bits: 64,
     })?;
     Ok(w.into_writer())
+}
+
+/// A [`minicbor::encode::Write`] that writes nothing: it compares what it
+/// is given with `expected`, and remembers where they first differ. The
+/// decoders check shortest form this way, by "re-encoding" what they read
+/// against the input, without allocating a second copy of it.
+pub(crate) struct Compare<'a> {
+    expected: &'a [u8],
+    written: usize,
+    first_difference: Option<usize>,
+}
+
+impl minicbor::encode::Write for Compare<'_> {
+    type Error = Infallible;
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), Infallible> {
+        if self.first_difference.is_none() {
+            let here = self.expected.get(self.written..).unwrap_or_default();
+            let same = here.iter().zip(buf).take_while(|(a, b)| a == b).count();
+            if same < buf.len() {
+                self.first_difference = Some(self.written + same);
+            }
+        }
+        self.written = self.written.saturating_add(buf.len());
+        Ok(())
+    }
+}
+
+/// Where the bytes `f` writes first differ from `expected` (the shorter
+/// length if one is a prefix of the other), or `None` if they are the
+/// same bytes.
+pub(crate) fn cbor_difference(
+    expected: &[u8],
+    f: impl FnOnce(&mut minicbor::Encoder<Compare<'_>>) -> WriteResult,
+) -> Option<usize> {
+    let mut w = minicbor::Encoder::new(Compare {
+        expected,
+        written: 0,
+        first_difference: None,
+    });
+    // Comparing cannot fail.
+    let _ = f(&mut w);
+    let c = w.into_writer();
+    c.first_difference
+        .or((c.written != expected.len()).then(|| c.written.min(expected.len())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diff(expected: &[u8], chunks: &[&[u8]]) -> Option<usize> {
+        cbor_difference(expected, |w| {
+            for chunk in chunks {
+                let Ok(()) = minicbor::encode::Write::write_all(w.writer_mut(), chunk);
+            }
+            Ok(())
+        })
+    }
+
+    #[test]
+    fn compare_finds_the_first_difference_across_writes() {
+        assert_eq!(diff(b"abcdef", &[b"ab", b"cd", b"ef"]), None);
+        assert_eq!(diff(b"abcdef", &[b"ab", b"cX", b"ef"]), Some(3));
+        assert_eq!(diff(b"abcdef", &[b"ab", b"cX", b"eY"]), Some(3));
+        assert_eq!(diff(b"abcdef", &[b"ab", b"cd"]), Some(4));
+        assert_eq!(diff(b"abcd", &[b"ab", b"cd", b"ef"]), Some(4));
+        assert_eq!(diff(b"", &[]), None);
+        assert_eq!(diff(b"", &[b"a"]), Some(0));
+    }
 }

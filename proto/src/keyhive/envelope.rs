@@ -29,7 +29,10 @@ use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::cbor::{first_difference, write_cbor, CborReader};
+use minicbor::encode::Write;
+use minicbor::Encoder;
+
+use super::cbor::{cbor_difference, write_cbor, CborReader, WriteResult};
 use super::error::KeyhiveError;
 use super::signed::SignedKeyhive;
 
@@ -77,19 +80,23 @@ impl SukMessage {
     /// The CBOR before the signed envelope's bytes: the map, the card and
     /// the `signed` key and byte-string head.
     fn cbor_prefix(&self) -> Result<Vec<u8>, KeyhiveError> {
+        write_cbor(|w| self.write_cbor_prefix(w))
+    }
+
+    fn write_cbor_prefix<W: Write<Error = core::convert::Infallible>>(
+        &self,
+        w: &mut Encoder<W>,
+    ) -> WriteResult {
         let card = self
             .contact_card
             .as_ref()
             .map_or("", ContactCardJson::as_str);
-        let signed_len = self.signed.wire_len() as u64;
-        write_cbor(|w| {
-            w.map(2)?
-                .str("contactCard")?
-                .str(card)?
-                .str("signed")?
-                .bytes_len(signed_len)?;
-            Ok(())
-        })
+        w.map(2)?
+            .str("contactCard")?
+            .str(card)?
+            .str("signed")?
+            .bytes_len(self.signed.wire_len() as u64)?;
+        Ok(())
     }
 
     /// The message as bytes (the same as [`Wire::encode`], with the
@@ -127,7 +134,6 @@ impl SukMessage {
     }
 
     fn read(r: &mut Reader<'_>) -> Result<Self, KeyhiveError> {
-        let start = r.offset();
         let schema = r.array::<4>("schema")?;
         if schema != KEYHIVE_SCHEMA {
             return Err(KeyhiveError::Schema {
@@ -139,7 +145,9 @@ impl SukMessage {
         if usize::try_from(declared).ok() != Some(actual) {
             return Err(KeyhiveError::TotalSize { declared, actual });
         }
-        let mut c = CborReader::new(r.rest(), r.offset());
+        let cbor_start = r.offset();
+        let cbor = r.rest();
+        let mut c = CborReader::new(cbor, cbor_start);
         c.map("SUK envelope", 2)?;
         c.key("contactCard")?;
         let card = c.text("contactCard", MAX_CONTACT_CARD)?;
@@ -155,14 +163,12 @@ impl SukMessage {
             contact_card,
             signed: SignedKeyhive::read_from(sub)?,
         };
-        // Shortest form: the map's heads must be what we would write.
-        let prefix = message.cbor_prefix()?;
-        let got = r
-            .shared_since(start)
-            .slice(HEADER_LEN..HEADER_LEN + prefix.len().min(content - start - HEADER_LEN));
-        if let Some(at) = first_difference(&prefix, &got) {
+        // Shortest form: the CBOR before the signed envelope's bytes (the
+        // map's heads, the card) must be what we would write.
+        let before_signed = cbor.get(..content - cbor_start).unwrap_or_default();
+        if let Some(at) = cbor_difference(before_signed, |w| message.write_cbor_prefix(w)) {
             return Err(KeyhiveError::NonCanonical {
-                offset: start + HEADER_LEN + at,
+                offset: cbor_start + at,
             });
         }
         Ok(message)

@@ -96,6 +96,24 @@ pub enum KeyhiveError {
         /// The limit.
         max: u64,
     },
+    /// An event (an element of `found` or `ops`) is shorter than any event
+    /// keyhive can parse ([`MIN_EVENT_LEN`](super::message::MIN_EVENT_LEN)
+    /// bytes: a variant tag, the issuer key and the signature). Refused
+    /// while decoding, so that a message of many tiny events cannot make
+    /// the receiver hold far more memory than it sent.
+    #[error("{field}[{index}] at offset {offset}: an event of {len} bytes, but a keyhive event has at least {min} (variant tag, issuer key, signature); the sender is not sending keyhive events")]
+    EventTooShort {
+        /// The list (`found` or `ops`).
+        field: &'static str,
+        /// The event's position in the list.
+        index: usize,
+        /// Where its CBOR item starts.
+        offset: usize,
+        /// Its length.
+        len: usize,
+        /// The shortest event keyhive can parse.
+        min: usize,
+    },
     /// A fixed-size byte string has another length.
     #[error("{field} at offset {offset}: {len} bytes, expected {expected}")]
     WrongLength {

@@ -27,7 +27,10 @@
 use bijou_signing::PeerId;
 use bytes::Bytes;
 
-use super::cbor::{first_difference, write_cbor, CborReader, CborWriter};
+use minicbor::encode::Write;
+use minicbor::Encoder;
+
+use super::cbor::{cbor_difference, write_cbor, CborReader, WriteResult};
 use super::error::KeyhiveError;
 
 /// An event hash: BLAKE3 of an event's binary form.
@@ -155,10 +158,23 @@ const KINDS: [&str; 7] = [
     "SyncConfirmation",
 ];
 
+/// The shortest event keyhive can parse, in bytes. An event is keyhive's
+/// bincode `StaticEvent`: a `u32` variant tag, then a `Signed<_>` whose
+/// payload is followed by the issuer key (a `u64` length and 32 bytes)
+/// and the 64-byte signature. So any event holds at least those 108 bytes
+/// whatever its payload, and keyhive's `bincode::deserialize` refuses
+/// anything shorter (tested against keyhive in
+/// `proto/tests/keyhive_oracle.rs`). The smallest real one, a
+/// `PrekeysExpanded`, is 140 bytes.
+pub const MIN_EVENT_LEN: usize = 4 + 8 + 32 + 64;
+
 /// Smallest encoding of one array element: a 32-byte string (2 + 32) for
-/// hashes, an empty byte string (1) for events.
+/// hashes, a byte string of [`MIN_EVENT_LEN`] bytes (2 + 108) for events.
+/// The decoders size their vectors by these, so a vector never holds more
+/// elements than the bytes left could carry: 32 bytes in memory (a hash,
+/// or a `Bytes` slice) for every 34 or 110 bytes on the wire.
 const HASH_ITEM: usize = 34;
-const EVENT_ITEM: usize = 1;
+const EVENT_ITEM: usize = 2 + MIN_EVENT_LEN;
 
 impl KeyhiveMessage {
     /// The kind's name, as on the wire.
@@ -212,10 +228,10 @@ impl KeyhiveMessage {
         write_cbor(|w| self.write(w))
     }
 
-    fn write(
+    fn write<W: Write<Error = core::convert::Infallible>>(
         &self,
-        w: &mut CborWriter,
-    ) -> Result<(), minicbor::encode::Error<core::convert::Infallible>> {
+        w: &mut Encoder<W>,
+    ) -> WriteResult {
         w.map(1)?.str(self.kind_name())?;
         let fields = match self {
             Self::SyncRequest { .. } => 4,
@@ -374,8 +390,7 @@ impl KeyhiveMessage {
             }
         };
         r.finish()?;
-        let again = message.to_cbor()?;
-        if let Some(at) = first_difference(&again, payload) {
+        if let Some(at) = cbor_difference(payload, |w| message.write(w)) {
             return Err(KeyhiveError::NonCanonical {
                 offset: base.saturating_add(at),
             });
@@ -384,10 +399,10 @@ impl KeyhiveMessage {
     }
 }
 
-fn write_peer(
-    w: &mut CborWriter,
+fn write_peer<W: Write<Error = core::convert::Infallible>>(
+    w: &mut Encoder<W>,
     peer: &KeyhivePeer,
-) -> Result<(), minicbor::encode::Error<core::convert::Infallible>> {
+) -> WriteResult {
     w.map(2)?
         .str("verifying_key")?
         .bytes(peer.key.as_bytes())?
@@ -413,10 +428,10 @@ fn read_peer(r: &mut CborReader<'_>, field: &'static str) -> Result<KeyhivePeer,
     Ok(KeyhivePeer { key, suffix })
 }
 
-fn write_hashes(
-    w: &mut CborWriter,
+fn write_hashes<W: Write<Error = core::convert::Infallible>>(
+    w: &mut Encoder<W>,
     hashes: &[EventHash],
-) -> Result<(), minicbor::encode::Error<core::convert::Infallible>> {
+) -> WriteResult {
     w.array(hashes.len() as u64)?;
     for h in hashes {
         w.bytes(h)?;
@@ -436,10 +451,10 @@ fn read_hashes(
     Ok(out)
 }
 
-fn write_events(
-    w: &mut CborWriter,
+fn write_events<W: Write<Error = core::convert::Infallible>>(
+    w: &mut Encoder<W>,
     events: &[Bytes],
-) -> Result<(), minicbor::encode::Error<core::convert::Infallible>> {
+) -> WriteResult {
     w.array(events.len() as u64)?;
     for e in events {
         w.bytes(e)?;
@@ -454,13 +469,21 @@ fn read_events(
 ) -> Result<Vec<Bytes>, KeyhiveError> {
     let count = r.array(field, EVENT_ITEM)?;
     let mut out = Vec::with_capacity(count);
-    for _ in 0..count {
-        let start = r.position();
+    for index in 0..count {
+        let offset = r.offset();
         let (event, _) = r.bytes(field, u64::MAX)?;
+        if event.len() < MIN_EVENT_LEN {
+            return Err(KeyhiveError::EventTooShort {
+                field,
+                index,
+                offset,
+                len: event.len(),
+                min: MIN_EVENT_LEN,
+            });
+        }
+        // The event's bytes end where the reader now stands.
         let end = r.position();
-        let content_start = end - event.len();
-        debug_assert!(content_start >= start);
-        out.push(payload.slice(content_start..end));
+        out.push(payload.slice(end - event.len()..end));
     }
     Ok(out)
 }
