@@ -61,7 +61,7 @@ pub mod writer;
 
 pub use buf_ext::{BufExt, BufMutExt};
 pub use reader::{ReadError, Reader};
-pub use wire::Wire;
+pub use wire::{Wire, DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
 pub use writer::{count, WriteError, Writer};
 
 /// An output slice too short for what had to be written into it.

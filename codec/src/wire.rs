@@ -27,6 +27,23 @@
 //! must use its input exactly. With strict `read_from` implementations,
 //! `encode(decode(b)) == b` for every accepted `b`.
 //!
+//! # Memory
+//!
+//! Every decoder of bijou-frame that a peer or a file can reach (`SUM\0`,
+//! `SUH\0`, `SUE\0`, `SUK\0` with every keyhive message, `Signed<T>`,
+//! signature files) uses at most [`DECODE_HEAP_PER_BYTE`] bytes of heap
+//! per input byte plus [`DECODE_HEAP_CONSTANT`], while decoding and held
+//! by its result (which mostly borrows the input: blobs, signed bytes and
+//! events are slices of it). Lists are sized by what the remaining bytes
+//! can hold *in memory*: an element's shortest wire form sets the most
+//! elements the input can carry, and an element too short to be valid
+//! (an empty keyhive event) is refused rather than stored. Measured on
+//! inputs built to hold the most elements of each kind in
+//! `proto/tests/decode_memory.rs`: the worst is a batch response of
+//! 30,000 fragments with no boundary, no checkpoint and an empty blob,
+//! whose decoding peaks at 2.0x its bytes (the diff's items and the
+//! duplicate check's table) and whose result holds 1.55x.
+//!
 //! The names avoid tokio-util's codec vocabulary (`Decoder`, `Encoder`):
 //! a [`Wire`] type describes bytes, a tokio-util codec moves them.
 //!
@@ -61,6 +78,14 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::{ReadError, Reader, WriteError, Writer};
+
+/// The most heap, per input byte, a decoder uses while decoding and holds
+/// in its result; see the [module docs](self#memory).
+pub const DECODE_HEAP_PER_BYTE: usize = 4;
+
+/// The heap a decoder may use whatever its input (fixed-size parts, the
+/// allocator's rounding); see the [module docs](self#memory).
+pub const DECODE_HEAP_CONSTANT: usize = 4096;
 
 /// A type with exactly one wire form; see the [module docs](self).
 pub trait Wire: Sized {

@@ -13,6 +13,7 @@
 //! | `strategy` | `proptest` | proptest strategies for every sync and handshake message |
 //! | `fuzz` | `fuzz` | the structure-aware mutation fuzz: a deterministic generator, valid specimens with their field maps, mutators, framed streams |
 //! | `checks` | `fuzz` | the fuzz oracles: one check per cargo-fuzz target, shared with the CI-scale mutation fuzz and the regression replay |
+//! | [`heap`] | | the heap a call peaks at and holds, with a counting allocator, and `per_byte x input + constant` bounds |
 //! | `echo` | `echo` | an echo server and an honest sender over loopback TCP |
 //!
 //! The `fuzz` feature needs the async shell (bijou-net, for its codecs) and
@@ -27,6 +28,7 @@ pub mod checks;
 pub mod echo;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+pub mod heap;
 pub mod messages;
 #[cfg(feature = "proptest")]
 pub mod strategy;
