@@ -5,7 +5,8 @@
 //! input here starts from a valid one: sync messages of every `SUM` tag
 //! (00, 01, 04, 05 with `Ok` and a non-empty diff, `NotFound` and
 //! `Unauthorized`, 06, 07, 08), every handshake kind (challenge, response,
-//! rejection), standalone `Signed<LooseCommit>` and `Signed<Fragment>`, and
+//! rejection), every keyhive message kind in `SUK\0`, standalone
+//! `Signed<LooseCommit>` and `Signed<Fragment>`, and
 //! `FrameCodec` streams of several messages for each length prefix, fed in
 //! random chunks. The mutations are bit flips, byte sets, inserts and
 //! deletes, truncation, range duplication, splices and crossovers of two
@@ -50,6 +51,8 @@ const SEED: u64 = 0xB17E_F4A3_2026_0005;
 const SUM_MUTANTS: usize = 70_000;
 /// Mutants of handshake messages (every kind).
 const SUH_MUTANTS: usize = 24_000;
+/// Mutants of keyhive messages (every kind, in `SUK\0`).
+const SUK_MUTANTS: usize = 21_000;
 /// Mutants of standalone signed commits and fragments (anywhere, signature
 /// included).
 const SIGNED_MUTANTS: usize = 24_000;
@@ -59,7 +62,7 @@ const RESIGNED_MUTANTS: usize = 30_000;
 const STREAM_INPUTS: usize = 20_000;
 
 const TOTAL: usize =
-    SUM_MUTANTS + SUH_MUTANTS + SIGNED_MUTANTS + RESIGNED_MUTANTS + 3 * STREAM_INPUTS;
+    SUM_MUTANTS + SUH_MUTANTS + SUK_MUTANTS + SIGNED_MUTANTS + RESIGNED_MUTANTS + 3 * STREAM_INPUTS;
 const _: () = assert!(TOTAL >= 200_000, "the CI scale is at least 200,000 inputs");
 
 /// The seed: [`SEED`], or `BIJOU_FUZZ_SEED` (decimal or `0x` hex) for a
@@ -201,6 +204,26 @@ fn suh_mutants_of_every_kind() {
         checks::check_suh(bytes, true)
     });
     stats.report("SUH", &Kind::SUH, start, 0.50, 0.02);
+}
+
+#[test]
+fn suk_mutants_of_every_keyhive_kind() {
+    let start = Instant::now();
+    let keys = keys();
+    let mut rng = Rng::new(seed() ^ 0x4B);
+    let corpus = corpus(&Kind::SUK, 12, &mut rng, &keys);
+    for s in &corpus {
+        assert_eq!(
+            checks::check_suk(&s.wire, true),
+            Depth::Accepted,
+            "{:?}",
+            s.kind
+        );
+    }
+    let stats = run_mutants(&mut rng, &corpus, scaled(SUK_MUTANTS), |_, bytes| {
+        checks::check_suk(bytes, true)
+    });
+    stats.report("SUK", &Kind::SUK, start, 0.60, 0.02);
 }
 
 #[test]

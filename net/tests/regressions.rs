@@ -47,9 +47,10 @@ use bijou_test_support::fuzz;
 use bijou_test_support::messages::fix_total_size;
 
 /// The targets, as file name prefixes.
-const TARGETS: [&str; 8] = [
+const TARGETS: [&str; 9] = [
     "sum",
     "suh",
+    "suk",
     "signed_commit",
     "signed_fragment",
     "stream_bijou64",
@@ -134,6 +135,7 @@ fn replay(target: &str, bytes: &[u8], expect: Expect) -> Result<(), String> {
             }
             Ok(())
         }
+        "suk" => decoded(checks::check_suk(bytes, true)),
         "signed_commit" => decoded(checks::check_signed_commit(bytes, true)),
         "signed_fragment" => decoded(checks::check_signed_fragment(bytes, true)),
         "stream_bijou64" => replay_stream::<Bijou64>(bytes, expect),
@@ -354,6 +356,25 @@ fn framed<P: LengthPrefix>(payloads: &[Vec<u8>]) -> Vec<u8> {
 
 fn three_messages() -> Vec<Vec<u8>> {
     vec![challenge_message(), commit_message(), request()]
+}
+
+/// A `SUK\0` SyncOps signed by [`key`], with events of these lengths.
+fn suk_sync_ops(event_lens: &[usize]) -> Vec<u8> {
+    use bijou_proto::keyhive::{KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
+    let message = KeyhiveMessage::SyncOps {
+        sender: KeyhivePeer::new(key().peer_id()),
+        target: KeyhivePeer::new(PeerId::from_bytes([9; 32])),
+        ops: event_lens.iter().map(|&n| vec![0xE7; n].into()).collect(),
+        responder_total: 1,
+        requester_total: 2,
+    };
+    SukMessage {
+        contact_card: None,
+        signed: SignedKeyhive::sign(&key(), message).expect("sign"),
+    }
+    .to_bytes()
+    .expect("encode")
+    .to_vec()
 }
 
 fn seed_cases() -> Vec<(&'static str, Vec<u8>)> {
@@ -601,6 +622,14 @@ fn seed_cases() -> Vec<(&'static str, Vec<u8>)> {
                     *last ^= 1;
                 }
             })]),
+        ),
+        ("suk-valid-sync-ops", suk_sync_ops(&[200])),
+        // One event shorter than any keyhive event (which keyhive's own
+        // decoder accepts and its ingest drops): refused, so that many of
+        // them cannot multiply the receiver's memory.
+        (
+            "suk-invalid-event-shorter-than-any-keyhive-event",
+            suk_sync_ops(&[200, 0]),
         ),
         (
             "inspect-invalid-scope-mismatch",

@@ -18,6 +18,8 @@ use bijou_net::message::{
 };
 use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_net::{FrameCodec, FrameError, MessageCodec};
+use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, SukMessage};
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{DecodeError, HasBlobMeta, Payload, Signed, SIGNATURE_LEN};
 use bytes::{Bytes, BytesMut};
@@ -250,6 +252,58 @@ fn verify_ephemeral(e: &EphemeralMessage) {
 /// The `sue` target: a `SUE\0` ephemeral message.
 pub fn check_sue(bytes: &[u8], verify: bool) -> Depth {
     check_message(bytes, verify).1
+}
+
+/// The `suk` target: a `SUK\0` keyhive message. Accepted: it re-encodes
+/// to exactly the input (as `Wire` too), its keyhive payload decodes alone
+/// to the same message, and no event is shorter than any keyhive event.
+/// With `verify`: verification under the issuer does not panic, and what
+/// verifies names its signer as sender.
+pub fn check_suk(bytes: &[u8], verify: bool) -> Depth {
+    let input = Bytes::copy_from_slice(bytes);
+    match SukMessage::from_bytes(&input) {
+        Ok(message) => {
+            let again = message
+                .to_bytes()
+                .unwrap_or_else(|e| panic!("accepted {} but cannot encode it: {e}", hex(bytes)));
+            assert_eq!(
+                &again[..],
+                bytes,
+                "accepted a second encoding: {}",
+                hex(bytes)
+            );
+            assert_eq!(message.wire_len(), Ok(bytes.len()), "{}", hex(bytes));
+            let signed = &message.signed;
+            let alone = KeyhiveMessage::from_cbor(&signed.payload, 0)
+                .unwrap_or_else(|e| panic!("payload does not decode alone ({e}): {}", hex(bytes)));
+            assert_eq!(alone, signed.message);
+            let events = match &signed.message {
+                KeyhiveMessage::SyncResponse { found, .. } => &found[..],
+                KeyhiveMessage::SyncOps { ops, .. } => &ops[..],
+                _ => &[],
+            };
+            assert!(events.iter().all(|e| e.len() >= MIN_EVENT_LEN));
+            if verify {
+                let issuer = signed.issuer;
+                if let Ok(verified) = message.clone().verify(issuer) {
+                    assert_eq!(verified.keyhive().sender().key, issuer);
+                }
+            }
+            Depth::Accepted
+        }
+        Err(e) => {
+            let _ = e.to_string();
+            let envelope = matches!(
+                e,
+                KeyhiveError::Schema { .. } | KeyhiveError::TotalSize { .. }
+            ) || bytes.len() < 8;
+            if envelope {
+                Depth::Shallow
+            } else {
+                Depth::Deep
+            }
+        }
+    }
 }
 
 /// The `sum` target: a `SUM\0` sync message.

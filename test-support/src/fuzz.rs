@@ -5,8 +5,10 @@
 //!
 //! - [`Rng`]: a small deterministic generator (SplitMix64), so a run is
 //!   the same on every machine and with every `rand` version;
-//! - [`Specimen`]s: valid messages of every kind with the positions of
-//!   their count, length and tag fields and of their signed payloads;
+//! - [`Specimen`]s: valid messages of every kind (`SUM\0`, `SUH\0`,
+//!   standalone signed payloads, `SUK\0` with every keyhive message) with
+//!   the positions of their count, length and tag fields and of their
+//!   signed payloads;
 //! - [`mutate`]: bit flips, byte inserts and deletes, truncation, range
 //!   duplication and removal, splices and crossovers of two inputs, and
 //!   fields set to extremes;
@@ -21,6 +23,10 @@ use bijou_net::message::{
 };
 use bijou_net::prefix::LengthPrefix;
 use bijou_net::FrameCodec;
+use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::{
+    ContactCardJson, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage,
+};
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, Identity, PeerId, Signed, SIGNATURE_LEN};
 use bytes::{Bytes, BytesMut};
@@ -216,6 +222,20 @@ pub enum Kind {
     SignedCommit,
     /// A standalone `Signed<Fragment>`.
     SignedFragment,
+    /// `SUK\0` SyncRequest.
+    SukSyncRequest,
+    /// `SUK\0` SyncResponse.
+    SukSyncResponse,
+    /// `SUK\0` SyncOps.
+    SukSyncOps,
+    /// `SUK\0` RequestContactCard (with a contact card).
+    SukRequestContactCard,
+    /// `SUK\0` MissingContactCard.
+    SukMissingContactCard,
+    /// `SUK\0` SyncCheck.
+    SukSyncCheck,
+    /// `SUK\0` SyncConfirmation.
+    SukSyncConfirmation,
 }
 
 impl Kind {
@@ -235,6 +255,16 @@ impl Kind {
     pub const SUH: [Kind; 3] = [Kind::Challenge, Kind::Response, Kind::Rejection];
     /// The standalone signed payloads.
     pub const SIGNED: [Kind; 2] = [Kind::SignedCommit, Kind::SignedFragment];
+    /// Every keyhive message kind, each in a `SUK\0` message.
+    pub const SUK: [Kind; 7] = [
+        Kind::SukSyncRequest,
+        Kind::SukSyncResponse,
+        Kind::SukSyncOps,
+        Kind::SukRequestContactCard,
+        Kind::SukMissingContactCard,
+        Kind::SukSyncCheck,
+        Kind::SukSyncConfirmation,
+    ];
 }
 
 /// A valid input with the positions of its count, length and tag fields
@@ -666,6 +696,13 @@ impl Specimen {
                 s.check_field_map();
                 s
             }
+            Kind::SukSyncRequest
+            | Kind::SukSyncResponse
+            | Kind::SukSyncOps
+            | Kind::SukRequestContactCard
+            | Kind::SukMissingContactCard
+            | Kind::SukSyncCheck
+            | Kind::SukSyncConfirmation => suk_specimen(kind, rng, keys),
             Kind::SignedFragment => {
                 let (item, key) = fragment_item(rng, keys, tree);
                 let mut s = Specimen {
@@ -750,6 +787,113 @@ fn handshake_specimen(kind: Kind, rng: &mut Rng, keys: &[SigningKey]) -> Specime
         wire,
         fields,
         signed,
+    };
+    s.check_field_map();
+    s
+}
+
+/// A keyhive peer id: one of `keys`' or a random key, sometimes with a
+/// suffix.
+fn keyhive_peer(rng: &mut Rng, key: PeerId) -> KeyhivePeer {
+    let suffix = rng.chance(1, 3).then(|| {
+        (0..rng.range(0, 40))
+            .map(|_| char::from(b'a' + rng.byte() % 26))
+            .collect()
+    });
+    KeyhivePeer { key, suffix }
+}
+
+fn hashes(rng: &mut Rng) -> Vec<[u8; 32]> {
+    (0..rng.range(0, 4)).map(|_| id32(rng)).collect()
+}
+
+/// Events of at least [`MIN_EVENT_LEN`] bytes (around the one- and
+/// two-byte CBOR length boundary at 256).
+fn events(rng: &mut Rng) -> Vec<Bytes> {
+    (0..rng.range(0, 3))
+        .map(|_| {
+            let len = rng.range(MIN_EVENT_LEN, 300);
+            Bytes::from(rng.bytes(len))
+        })
+        .collect()
+}
+
+/// A `SUK\0` message of `kind`, signed by one of `keys` (its sender),
+/// with a contact card for `RequestContactCard` and sometimes otherwise.
+/// Fields: `TotalSize`, and the length of the `signed` byte string.
+fn suk_specimen(kind: Kind, rng: &mut Rng, keys: &[SigningKey]) -> Specimen {
+    let key = rng.below(keys.len());
+    let sender = keyhive_peer(rng, keys[key].peer_id());
+    let target_key = PeerId::from_bytes(rng.array());
+    let target = keyhive_peer(rng, target_key);
+    let total = |rng: &mut Rng| rng.next_u64() >> rng.below(64);
+    let message = match kind {
+        Kind::SukSyncRequest => KeyhiveMessage::SyncRequest {
+            sender,
+            target,
+            found: hashes(rng),
+            pending: hashes(rng),
+        },
+        Kind::SukSyncResponse => KeyhiveMessage::SyncResponse {
+            sender,
+            target,
+            requested: hashes(rng),
+            found: events(rng),
+            responder_total: total(rng),
+            requester_total: total(rng),
+        },
+        Kind::SukSyncOps => KeyhiveMessage::SyncOps {
+            sender,
+            target,
+            ops: events(rng),
+            responder_total: total(rng),
+            requester_total: total(rng),
+        },
+        Kind::SukRequestContactCard => KeyhiveMessage::RequestContactCard { sender, target },
+        Kind::SukMissingContactCard => KeyhiveMessage::MissingContactCard { sender, target },
+        Kind::SukSyncCheck => KeyhiveMessage::SyncCheck {
+            sender,
+            target,
+            sender_total: total(rng),
+            sender_syncpoint: total(rng),
+            sender_digest: rng.array(),
+        },
+        _ => KeyhiveMessage::SyncConfirmation {
+            sender,
+            target,
+            confirmer_total: total(rng),
+        },
+    };
+    let card = (kind == Kind::SukRequestContactCard || rng.chance(1, 4)).then(|| {
+        ContactCardJson::from_json(format!(
+            "{{\"card\":\"{}\"}}",
+            "x".repeat(rng.range(0, 300))
+        ))
+    });
+    let message = SukMessage {
+        contact_card: card,
+        signed: SignedKeyhive::sign(&keys[key], message).expect("sign"),
+    };
+    let wire = message.to_bytes().expect("encode").to_vec();
+    let mut fields = vec![field(4, Width::U32, wire.len())];
+    // The `signed` byte string's length, where its head has a 1-, 2- or
+    // 4-byte argument.
+    let content = wire.len() - message.signed.wire_len();
+    let signed_len = message.signed.wire_len();
+    for (head, width, n) in [
+        (0x58, Width::U8, 1),
+        (0x59, Width::U16, 2),
+        (0x5A, Width::U32, 4),
+    ] {
+        if wire.get(content - n - 1) == Some(&head) {
+            fields.push(field(content - n, width, signed_len));
+        }
+    }
+    let s = Specimen {
+        kind,
+        wire,
+        fields,
+        signed: Vec::new(),
     };
     s.check_field_map();
     s

@@ -53,11 +53,11 @@ pub fn signed_item_offset(heads: usize) -> usize {
     9 + 32 + 8 + 4 + heads * 32
 }
 
-/// Sets a SUM message's `TotalSize` to its length (`u32::MAX` if it is
-/// longer). Anything that does not start with `SUM\0` is left alone, so a
-/// mutator can call it on whatever it made.
+/// Sets a SUM or SUK message's `TotalSize` to its length (`u32::MAX` if
+/// it is longer). Anything that does not start with `SUM\0` or `SUK\0` is
+/// left alone, so a mutator can call it on whatever it made.
 pub fn fix_total_size(bytes: &mut [u8]) {
-    if bytes.len() >= 8 && bytes.starts_with(b"SUM\0") {
+    if bytes.len() >= 8 && (bytes.starts_with(b"SUM\0") || bytes.starts_with(b"SUK\0")) {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
         bytes[4..8].copy_from_slice(&len.to_be_bytes());
     }
