@@ -21,8 +21,8 @@
 //!
 //! [`detect`] finds the prefix (and whether the input is hex text) by
 //! itself: it walks the stream under each prefix and keeps the reading
-//! under which the most frames decode, the stream ends on a frame
-//! boundary, and nothing is left over.
+//! with no malformed frame under which the most frames decode; where the
+//! capture was cut, that reading says so.
 //!
 //! A framing error loses the frame boundaries, so [`inspect`] stops there
 //! and returns it as [`Summary::stream_error`] with its capture offset; a
@@ -52,6 +52,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use bijou_framing::prefix::{PrefixError, PrefixKind};
+use bijou_proto::message::{EPHEMERAL_SCHEMA, HANDSHAKE_SCHEMA, SYNC_SCHEMA};
 use bytes::Bytes;
 
 mod describe;
@@ -253,6 +254,25 @@ pub fn scan(input: &[u8], prefix: PrefixKind) -> Summary {
     })
 }
 
+/// Whether `summary` (a scan of `input`) stops at a frame cut short whose
+/// bytes start with a message schema.
+fn cut_inside_a_message(input: &[u8], summary: &Summary) -> bool {
+    let Some(StreamError::TruncatedFrame {
+        offset,
+        prefix_bytes,
+        ..
+    }) = &summary.stream_error
+    else {
+        return false;
+    };
+    let start = offset.saturating_add(prefix_bytes.len());
+    input.get(start..).is_some_and(|rest| {
+        [SYNC_SCHEMA, HANDSHAKE_SCHEMA, EPHEMERAL_SCHEMA]
+            .iter()
+            .any(|schema| rest.starts_with(schema))
+    })
+}
+
 /// How [`detect`] reads an input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detected {
@@ -264,14 +284,23 @@ pub struct Detected {
     pub summary: Summary,
 }
 
-/// Finds how `input` is best read: raw or hex text, and which prefix. The
-/// readings are ranked by a clean stream end first, then by having no bad
-/// frame, then by frames that decode and verify, then by fewer bad ones;
-/// ties go to raw bytes and to the
-/// default prefix ([`PrefixKind::ALL`] order). `None` if no reading has a
-/// single good frame. Each reading is a full [`scan`] (signatures
-/// verified), so detection costs up to six scans of the input: meant for
-/// captures a user hands over, not for bytes from a peer.
+/// Finds how `input` is best read: raw or hex text, and which prefix.
+///
+/// A reading is a candidate if a frame under it is good (decodes and
+/// verifies), or if it has no bad frame and stops at a frame cut short
+/// whose bytes start with a message schema (`SUM\0`, `SUH\0`, `SUE\0`):
+/// a capture cut inside its first frame. Candidates are ranked by having
+/// no bad frame first, then by more good frames, then by a clean end, then
+/// by fewer bad frames; ties go to raw bytes and to the default prefix
+/// ([`PrefixKind::ALL`] order). So a capture cut anywhere is read under
+/// its own prefix and its [`Summary::stream_error`] says where it was cut:
+/// a wrong prefix can happen to end on the cut, but only by reading
+/// malformed frames. `None` if no reading is a candidate (an input shorter
+/// than one prefix and a schema says nothing of its prefix).
+///
+/// Each reading is a full [`scan`] (signatures verified), so detection
+/// costs up to six scans of the input: meant for captures a user hands
+/// over, not for bytes from a peer.
 ///
 /// ```
 /// use bijou_frame::framing::prefix::PrefixKind;
@@ -297,9 +326,9 @@ pub fn detect(input: &[u8]) -> Option<Detected> {
     let readings = std::iter::once((false, input)).chain(parsed.as_deref().map(|b| (true, b)));
     let rank = |d: &Summary| {
         (
-            d.stream_error.is_none(),
             d.bad == 0,
             d.good(),
+            d.stream_error.is_none(),
             std::cmp::Reverse(d.bad),
         )
     };
@@ -307,7 +336,9 @@ pub fn detect(input: &[u8]) -> Option<Detected> {
     for (hex, bytes) in readings {
         for prefix in PrefixKind::ALL {
             let summary = scan(bytes, prefix);
-            if summary.good() > 0
+            let candidate =
+                summary.good() > 0 || (summary.bad == 0 && cut_inside_a_message(bytes, &summary));
+            if candidate
                 && best
                     .as_ref()
                     .is_none_or(|b| rank(&summary) > rank(&b.summary))
