@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use bijou_frame::prelude::{Identity, Wire};
 use bijou_frame::signing::key_file::read_key_file;
-use bijou_frame::signing::{BlobStatement, Digest, PeerId, Signed, SIGNATURE_LEN};
+use bijou_frame::signing::{BlobStatement, Digest, PeerId, Signed};
 use indicatif::ProgressBar;
 
 use crate::exit::Failure;
 
 /// Sign a file, or verify a file against its signature.
 ///
-/// A signature file (FILE.sig by default, 134 to 142 bytes) holds one
+/// A signature file (FILE.sig by default, 133 to 141 bytes) holds one
 /// signed statement: "this file has this BLAKE3 digest and size", the
 /// signer's public key, and an Ed25519 signature, all canonically encoded
 /// (bijou64 size), so the same statement always has the same bytes.
@@ -133,7 +133,7 @@ fn sign(args: &SignArgs) -> Result<(), Failure> {
 
 /// The largest signature file: schema, issuer, digest, a 9-byte bijou64
 /// size, signature. Anything longer is refused before it is read whole.
-const MAX_SIG_FILE: u64 = 4 + 32 + 32 + 9 + SIGNATURE_LEN as u64;
+const MAX_SIG_FILE: u64 = BlobStatement::MAX_SIGNED_LEN as u64;
 
 fn verify(args: &VerifyArgs) -> Result<(), Failure> {
     check_file(&args.file)?;

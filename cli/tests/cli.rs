@@ -530,3 +530,17 @@ fn an_echo_refused_by_audience_says_what_it_addressed() {
     one_error_line(&err, "we addressed the echo discovery id");
     assert!(err.contains("--server-id"), "{err}");
 }
+
+/// `bijou blob --help` and the README give the signature file's size as the
+/// code has it (`BlobStatement::MIN_SIGNED_LEN..=MAX_SIGNED_LEN`).
+#[test]
+fn the_stated_signature_file_size_is_the_codes() {
+    use bijou_frame::signing::BlobStatement;
+    let (min, max) = (BlobStatement::MIN_SIGNED_LEN, BlobStatement::MAX_SIGNED_LEN);
+    let dir = scratch("blob-help");
+    let (code, out, err) = run(&bijou(&dir, &["blob", "--help"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&format!("{min} to {max} bytes")), "{out}");
+    let readme = include_str!("../../README.md");
+    assert!(readme.contains(&format!("{min}-{max} bytes")));
+}

@@ -3,7 +3,7 @@
 //! It is the type behind `bijou blob sign` / `bijou blob verify`.
 //!
 //! ```text
-//!   Signed<BlobStatement> (the whole signature file; 134-142 bytes):
+//!   Signed<BlobStatement> (the whole signature file; 133-141 bytes):
 //!
 //!   +----------------+--------------+------------------+-----------------+---------------+
 //!   | "BJB\0" (4)    | IssuerVK (32)| BLAKE3 digest(32)| Size (bijou64)  | Signature (64)|
@@ -37,6 +37,7 @@
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
+use crate::payload::{ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
 use crate::{Blob, BlobMeta, BlobMismatch, Digest, Payload, DIGEST_LEN};
 
 /// "This blob, of this size, with this BLAKE3 digest": the signed fields
@@ -47,6 +48,16 @@ pub struct BlobStatement {
 }
 
 impl BlobStatement {
+    /// The length of the shortest signature file (`Signed<BlobStatement>`):
+    /// schema, issuer, digest, a one-byte size (under 248) and the
+    /// signature, 133 bytes.
+    pub const MIN_SIGNED_LEN: usize = SCHEMA_LEN + ISSUER_LEN + DIGEST_LEN + 1 + SIGNATURE_LEN;
+
+    /// The length of the longest signature file: a nine-byte size (at least
+    /// 72,340,172,838,076,920 bytes), 141 bytes.
+    pub const MAX_SIGNED_LEN: usize =
+        SCHEMA_LEN + ISSUER_LEN + DIGEST_LEN + bijou_codec::bijou64::MAX_LEN + SIGNATURE_LEN;
+
     /// A statement about a blob with this digest and size (for example,
     /// computed by a streaming or multi-threaded hasher).
     #[must_use]
@@ -145,6 +156,26 @@ mod tests {
         assert_eq!(&wire[..4], b"BJB\0");
         assert_eq!(&wire[36..68], blake3::hash(&[1; 300]).as_bytes());
         assert_eq!(&wire[68..70], [0xF8, 0x34]); // bijou64(300)
+    }
+
+    /// The documented 133-141 bytes are the constants, and the constants
+    /// are what sealing the smallest and the largest size gives.
+    #[test]
+    fn signature_files_are_133_to_141_bytes() {
+        assert_eq!(
+            (BlobStatement::MIN_SIGNED_LEN, BlobStatement::MAX_SIGNED_LEN),
+            (133, 141)
+        );
+        let key = SigningKey::from_bytes(&[9; 32]);
+        let len = |size: u64| {
+            Signed::seal(&key, &BlobStatement::new(Digest::from_bytes([1; 32]), size))
+                .map(|s| s.into_bytes().len())
+                .unwrap_or_default()
+        };
+        assert_eq!(len(0), BlobStatement::MIN_SIGNED_LEN);
+        assert_eq!(len(247), BlobStatement::MIN_SIGNED_LEN);
+        assert_eq!(len(248), BlobStatement::MIN_SIGNED_LEN + 1);
+        assert_eq!(len(u64::MAX), BlobStatement::MAX_SIGNED_LEN);
     }
 
     #[test]
