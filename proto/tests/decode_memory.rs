@@ -34,9 +34,10 @@ use bijou_proto::message::{
 };
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, BlobStatement, Identity, Payload, PeerId, Signed};
-use bijou_test_support::heap::{measure, Bound, PeakAlloc, Usage};
+use bijou_test_support::heap::{self, Alone, Bound, PeakAlloc, Usage};
 use bytes::Bytes;
 use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
 
 #[global_allocator]
 static ALLOCATOR: PeakAlloc = PeakAlloc;
@@ -454,8 +455,8 @@ fn signed_worst_cases() -> Vec<(&'static str, Bytes, Decode)> {
 
 /// Decodes `wire` as a message, measured; the decoded message is still
 /// held when `held` is read.
-fn decode_message(wire: &Bytes) -> Usage {
-    let (decoded, usage) = measure(|| Message::decode(wire.clone()));
+fn decode_message(heap: &Alone, wire: &Bytes) -> Usage {
+    let (decoded, usage) = heap.measure(|| Message::decode(wire.clone()));
     let message = decoded.unwrap_or_else(|e| panic!("a valid message was refused: {e}"));
     assert_eq!(
         message.encode().unwrap(),
@@ -465,8 +466,8 @@ fn decode_message(wire: &Bytes) -> Usage {
     usage
 }
 
-fn decode_suk(wire: &Bytes) -> Usage {
-    let (decoded, usage) = measure(|| SukMessage::from_bytes(wire));
+fn decode_suk(heap: &Alone, wire: &Bytes) -> Usage {
+    let (decoded, usage) = heap.measure(|| SukMessage::from_bytes(wire));
     let message = decoded.unwrap_or_else(|e| panic!("a valid SUK was refused: {e}"));
     assert_eq!(
         message.to_bytes().unwrap(),
@@ -487,6 +488,7 @@ fn report(what: &str, len: usize, usage: Usage) -> f64 {
 
 #[test]
 fn the_worst_case_of_every_decoder_stays_within_the_stated_bound() {
+    let heap = heap::alone();
     let mut worst = (0.0f64, String::new());
     let mut note = |what: &str, ratio: f64| {
         if ratio > worst.0 {
@@ -494,13 +496,13 @@ fn the_worst_case_of_every_decoder_stays_within_the_stated_bound() {
         }
     };
     for (what, wire) in message_worst_cases() {
-        note(what, report(what, wire.len(), decode_message(&wire)));
+        note(what, report(what, wire.len(), decode_message(&heap, &wire)));
     }
     for (what, wire) in keyhive_worst_cases() {
-        note(what, report(what, wire.len(), decode_suk(&wire)));
+        note(what, report(what, wire.len(), decode_suk(&heap, &wire)));
     }
     for (what, wire, decode) in signed_worst_cases() {
-        let (ok, usage) = measure(|| decode(wire.clone()));
+        let (ok, usage) = heap.measure(|| decode(wire.clone()));
         assert!(ok, "{what}: a valid input was refused");
         note(what, report(what, wire.len(), usage));
     }
@@ -515,6 +517,7 @@ fn the_worst_case_of_every_decoder_stays_within_the_stated_bound() {
 /// a builder stops making them).
 #[test]
 fn the_worst_cases_hold_the_elements_they_name() {
+    let _heap = heap::alone();
     let cases = message_worst_cases();
     let sizes: Vec<usize> = cases.iter().map(|(_, w)| w.len()).collect();
     // A fragment's 65,535 checkpoints at 12 bytes each, a request's
@@ -539,6 +542,7 @@ fn the_worst_cases_hold_the_elements_they_name() {
 /// shortest, whether a count or the event itself gives them away.
 #[test]
 fn a_sync_ops_of_empty_events_is_refused_without_the_memory() {
+    let heap = heap::alone();
     for (len, count) in [
         (0, 100_000),
         (MIN_EVENT_LEN - 1, 10_000),
@@ -554,7 +558,7 @@ fn a_sync_ops_of_empty_events_is_refused_without_the_memory() {
             },
             None,
         );
-        let (decoded, usage) = measure(|| SukMessage::from_bytes(&wire));
+        let (decoded, usage) = heap.measure(|| SukMessage::from_bytes(&wire));
         let err = decoded.unwrap_err();
         if count == 1 {
             assert!(
@@ -628,46 +632,73 @@ fn keyhive_with(kind: u8, n: usize) -> Bytes {
     suk(message, None)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+/// Runs `test` on `cases` inputs from `strategy`, alone (see
+/// `bijou_test_support::heap`); a failure panics with the smallest input.
+fn run_cases<S: Strategy>(cases: u32, strategy: S, test: impl Fn(&Alone, S::Value)) {
+    let heap = heap::alone();
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |value| {
+            test(&heap, value);
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+}
 
-    /// Every message kind with lists of the shortest elements, at any
-    /// count up to a few thousand.
-    #[test]
-    fn messages_of_minimal_elements_stay_within_the_bound(kind in 0u8..7, n in 0usize..3_000) {
+/// Every message kind with lists of the shortest elements, at any count
+/// up to a few thousand.
+#[test]
+fn messages_of_minimal_elements_stay_within_the_bound() {
+    run_cases(48, (0u8..7, 0usize..3_000), |heap, (kind, n)| {
         let wire = message_with(kind, n);
-        BOUND.check(&format!("message kind {kind} with {n} elements"), wire.len(), decode_message(&wire));
-    }
+        let what = format!("message kind {kind} with {n} elements");
+        BOUND.check(&what, wire.len(), decode_message(heap, &wire));
+    });
+}
 
-    /// Every keyhive message kind with lists of the shortest elements.
-    #[test]
-    fn keyhive_messages_of_minimal_elements_stay_within_the_bound(kind in 0u8..3, n in 0usize..3_000) {
+/// Every keyhive message kind with lists of the shortest elements.
+#[test]
+fn keyhive_messages_of_minimal_elements_stay_within_the_bound() {
+    run_cases(48, (0u8..3, 0usize..3_000), |heap, (kind, n)| {
         let wire = keyhive_with(kind, n);
-        BOUND.check(&format!("keyhive kind {kind} with {n} elements"), wire.len(), decode_suk(&wire));
-    }
+        let what = format!("keyhive kind {kind} with {n} elements");
+        BOUND.check(&what, wire.len(), decode_suk(heap, &wire));
+    });
+}
 
-    /// Random valid messages of every kind (the shared strategies).
-    #[test]
-    fn random_messages_stay_within_the_bound(
-        message in prop_oneof![
-            bijou_test_support::strategy::sync_message().prop_map(Message::Sync),
-            bijou_test_support::strategy::handshake_message().prop_map(Message::Handshake),
-        ]
-    ) {
+/// Random valid messages of every kind (the shared strategies).
+#[test]
+fn random_messages_stay_within_the_bound() {
+    let messages = prop_oneof![
+        bijou_test_support::strategy::sync_message().prop_map(Message::Sync),
+        bijou_test_support::strategy::handshake_message().prop_map(Message::Handshake),
+    ];
+    run_cases(96, messages, |heap, message| {
         let wire = message.encode().unwrap();
-        BOUND.check("a random message", wire.len(), decode_message(&wire));
-    }
+        BOUND.check("a random message", wire.len(), decode_message(heap, &wire));
+    });
+}
 
-    /// Refusals cost no more than acceptances: a valid many-element input
-    /// cut anywhere, or with one byte changed.
-    #[test]
-    fn refused_inputs_stay_within_the_bound(
-        kind in 0u8..10,
-        n in 1usize..2_000,
-        cut in any::<prop::sample::Index>(),
-        flip in any::<bool>(),
-    ) {
-        let wire = if kind < 7 { message_with(kind, n) } else { keyhive_with(kind - 7, n) };
+/// Refusals cost no more than acceptances: a valid many-element input
+/// cut anywhere, or with one byte changed.
+#[test]
+fn refused_inputs_stay_within_the_bound() {
+    let inputs = (
+        0u8..10,
+        1usize..2_000,
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+    );
+    run_cases(48, inputs, |heap, (kind, n, cut, flip)| {
+        let wire = if kind < 7 {
+            message_with(kind, n)
+        } else {
+            keyhive_with(kind - 7, n)
+        };
         let at = cut.index(wire.len());
         let mut bad = wire.to_vec();
         if flip {
@@ -676,12 +707,11 @@ proptest! {
             bad.truncate(at);
         }
         let bad = Bytes::from(bad);
-        let (_, usage) = if kind < 7 {
-            let (r, u) = measure(|| Message::decode(bad.clone()).is_ok());
-            (r, u)
+        let ((), usage) = if kind < 7 {
+            heap.measure(|| drop(Message::decode(bad.clone())))
         } else {
-            measure(|| SukMessage::from_bytes(&bad).is_ok())
+            heap.measure(|| drop(SukMessage::from_bytes(&bad)))
         };
         BOUND.check("a damaged message", bad.len(), usage);
-    }
+    });
 }

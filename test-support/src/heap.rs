@@ -10,11 +10,14 @@
 //! static ALLOCATOR: bijou_test_support::heap::PeakAlloc = bijou_test_support::heap::PeakAlloc;
 //! ```
 //!
-//! and runs every measurement through [`measure`], which takes a
-//! process-wide lock: the counters see every thread, so two measurements
-//! at once would count each other. What the test harness allocates on its
-//! own threads meanwhile (captured output) is noise of a few hundred bytes,
-//! inside the bounds' constant.
+//! The counters see every thread of the process, so a measurement is only
+//! sound while nothing else runs: every test of such a binary starts with
+//! `let heap = heap::alone();`, which holds a process-wide lock until the
+//! test ends (its input generation included, so property tests use a
+//! `TestRunner` inside the test rather than the `proptest!` macro), and
+//! measures through [`Alone::measure`]. What the test harness allocates on
+//! its own threads meanwhile (captured output) is noise of a few hundred
+//! bytes, inside the bounds' constants.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -33,35 +36,47 @@ pub struct Usage {
     pub held: usize,
 }
 
-/// Runs `f` alone among the measurements of this process and returns its
-/// result with the heap it used. Panics if the binary did not install
-/// [`PeakAlloc`] as its global allocator (nothing would be counted, and
-/// every bound would hold vacuously).
-pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Usage) {
-    let _serial = serial();
-    let counter = PeakAlloc;
-    let probe_before = counter.current_usage();
-    let probe = std::hint::black_box(vec![0u8; 4096]);
-    assert!(
-        counter.current_usage() >= probe_before + 4096,
-        "heap::measure needs `#[global_allocator] static ALLOCATOR: PeakAlloc = PeakAlloc;` \
-         in the test binary"
-    );
-    drop(probe);
-    let before = counter.current_usage();
-    counter.reset_peak_usage();
-    let out = f();
-    let usage = Usage {
-        peak: counter.peak_usage().saturating_sub(before),
-        held: counter.current_usage().saturating_sub(before),
-    };
-    (out, usage)
+/// The right to measure: no other test of the binary runs while it is
+/// held (see the [module docs](self)).
+pub struct Alone {
+    _serial: MutexGuard<'static, ()>,
 }
 
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
+/// Waits until no other test of this binary runs, and keeps it so until
+/// the returned guard is dropped. Panics if the binary did not install
+/// [`PeakAlloc`] as its global allocator (nothing would be counted, and
+/// every bound would hold vacuously).
+pub fn alone() -> Alone {
+    let serial = SERIAL
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Without the allocator installed the counters stay at zero; with it,
+    // the probe alone is counted (other threads may free meanwhile, so no
+    // exact figure is asked).
+    let probe = std::hint::black_box(vec![0u8; 4096]);
+    let counted = PeakAlloc.current_usage() > 0;
+    drop(probe);
+    assert!(
+        counted,
+        "heap::alone needs `#[global_allocator] static ALLOCATOR: PeakAlloc = PeakAlloc;` \
+         in the test binary"
+    );
+    Alone { _serial: serial }
+}
+
+impl Alone {
+    /// Runs `f` and returns its result with the heap it used.
+    pub fn measure<T>(&self, f: impl FnOnce() -> T) -> (T, Usage) {
+        let counter = PeakAlloc;
+        let before = counter.current_usage();
+        counter.reset_peak_usage();
+        let out = f();
+        let usage = Usage {
+            peak: counter.peak_usage().saturating_sub(before),
+            held: counter.current_usage().saturating_sub(before),
+        };
+        (out, usage)
+    }
 }
 
 /// A memory bound of the form `per_byte x input + constant`.
