@@ -290,3 +290,45 @@ fn a_capture_cut_anywhere_is_read_under_its_prefix_with_the_cut_reported() {
     println!("{cuts} cut points read under the right prefix");
     assert!(cuts > 6 * 900, "{cuts}");
 }
+
+/// A keyhive (`SUK\0`) frame is read like any other: its kind, signer and
+/// card, its fields once its signature verifies; a forged one is a bad
+/// frame.
+#[test]
+fn a_keyhive_frame_is_described_and_verified() {
+    use bijou_frame::proto::keyhive::{
+        ContactCardJson, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage,
+    };
+    let key = SigningKey::from_bytes(&[1; 32]);
+    let suk = SukMessage {
+        contact_card: Some(ContactCardJson::from_json("{}".into())),
+        signed: SignedKeyhive::sign(
+            &key,
+            KeyhiveMessage::SyncOps {
+                sender: KeyhivePeer::new(key.peer_id()),
+                target: KeyhivePeer::new(key.peer_id()),
+                ops: vec![vec![7; 140].into()],
+                responder_total: 1,
+                requester_total: 2,
+            },
+        )
+        .expect("sign"),
+    };
+    let mut wire = BytesMut::new();
+    FrameCodec::new()
+        .encode(suk.to_bytes().expect("encode"), &mut wire)
+        .expect("frame");
+    let (text, summary) = run(&wire);
+    assert_eq!(summary.status(), Status::Clean, "{text}");
+    assert!(text.contains("SUK\\0 SyncOps from "), "{text}");
+    assert!(text.contains("card       2 B of JSON"), "{text}");
+    assert!(text.contains("carries    1 event(s)"), "{text}");
+    assert!(text.contains("signature  valid (verify_strict)"), "{text}");
+
+    let mut forged = wire.to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    let (text, summary) = run(&forged);
+    assert_eq!(summary.status(), Status::BadFrames, "{text}");
+    assert!(text.contains("signature  INVALID"), "{text}");
+}

@@ -27,7 +27,7 @@ use std::time::Duration;
 // wire types and the registration state machine.
 pub use bijou_proto::keyhive::*;
 use bijou_proto::message::{
-    BatchSyncRequest, FingerprintSeed, SedimentreeId, SyncMessage, SyncResult,
+    BatchSyncRequest, FingerprintSeed, MessageError, SedimentreeId, SyncMessage, SyncResult,
 };
 use bijou_signing::{Identity, PeerId};
 
@@ -200,7 +200,9 @@ impl<T: Transport> Connection<T> {
             };
             let verified = match received.result {
                 Ok(Delivered::Keyhive(verified)) => verified,
-                Err(Rejected::Keyhive(e)) => return Err(e.into()),
+                Err(Rejected::Keyhive(e) | Rejected::Malformed(MessageError::Keyhive(e))) => {
+                    return Err(e.into())
+                }
                 _ => {
                     other.push(received);
                     continue;

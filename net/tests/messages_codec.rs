@@ -197,3 +197,57 @@ fn subduction_quic_framing_interoperates_with_u32_be() {
     );
     assert!(wire.is_empty());
 }
+
+/// The one dispatch: a `SUK\0` keyhive message travels through
+/// `MessageCodec` like any other message, decodes to `Message::Keyhive`,
+/// and is exactly what `SukMessage::from_bytes` reads; a malformed one is
+/// an `Err` item with the keyhive error, and the stream goes on.
+#[test]
+fn keyhive_messages_go_through_the_codec_like_any_other() {
+    use bijou_proto::keyhive::{KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
+    use bijou_signing::Identity;
+    let signer = key(1);
+    let suk = SukMessage {
+        contact_card: None,
+        signed: SignedKeyhive::sign(
+            &signer,
+            KeyhiveMessage::SyncConfirmation {
+                sender: KeyhivePeer::new(signer.peer_id()),
+                target: KeyhivePeer::new(peer_of(2)),
+                confirmer_total: 7,
+            },
+        )
+        .unwrap(),
+    };
+    let message = Message::from(suk.clone());
+    let mut codec = MessageCodec::<Bijou64>::default();
+    let mut wire = BytesMut::new();
+    codec.encode(&message, &mut wire).unwrap();
+    // The same message with its TotalSize off by one, between two good ones.
+    let mut bad = suk.to_bytes().unwrap().to_vec();
+    bad[7] ^= 1;
+    FrameCodec::<Bijou64>::default()
+        .encode(Bytes::from(bad), &mut wire)
+        .unwrap();
+    codec.encode(&message, &mut wire).unwrap();
+
+    let mut got = Vec::new();
+    while let Some(frame) = codec.decode(&mut wire).unwrap() {
+        got.push(frame);
+    }
+    assert_eq!(got.len(), 3);
+    for good in [&got[0], &got[2]] {
+        assert_eq!(good.message.as_ref(), Ok(&message));
+        assert_eq!(SukMessage::from_bytes(&good.bytes).as_ref(), Ok(&suk));
+    }
+    assert!(
+        matches!(
+            got[1].message,
+            Err(MessageError::Keyhive(
+                bijou_proto::keyhive::KeyhiveError::TotalSize { .. }
+            ))
+        ),
+        "{:?}",
+        got[1].message
+    );
+}

@@ -22,7 +22,7 @@
 use bijou_codec::{DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
 use bijou_framing::frame_codec::RESERVE_STEP;
 use bijou_net::handshake::{HandshakeConfig, Responder};
-use bijou_net::message::Audience;
+use bijou_net::message::{Audience, MessageError};
 use bijou_net::transport::websocket::{self, WebSocketTransport};
 use bijou_net::transport::ws_frame::{encode_header, FrameDecoder, OpCode, Role};
 use bijou_net::transport::FramedTransport;
@@ -173,7 +173,10 @@ fn over_websocket(rt: &tokio::runtime::Runtime) -> WsPair {
 
 fn assert_refused(received: &Received, what: &str) {
     match &received.result {
-        Err(Rejected::Keyhive(KeyhiveError::CborTruncated { field: "ops", .. })) => {}
+        Err(Rejected::Malformed(MessageError::Keyhive(KeyhiveError::CborTruncated {
+            field: "ops",
+            ..
+        }))) => {}
         other => panic!("{what}: {other:?}"),
     }
 }

@@ -10,7 +10,7 @@
 //!   bijou-net (async shell)   transports · handshake drivers with timeouts · Connection
 //!        │  bytes, Now                                 ▲ Received, bytes to send, deadlines
 //!        ▼                                             │
-//!   bijou-proto (sans-IO)     message      SUM/SUH/SUE wire types (decode strict, encode exact)
+//!   bijou-proto (sans-IO)     message      SUM/SUH/SUE/SUK: one Message type (decode strict, encode exact)
 //!                             handshake    Initiator, Responder (+ NonceCache, the replay cache)
 //!                             session      Session: the connection after the handshake, with
 //!                                          VerifyBudget pacing and EphemeralSession
@@ -19,9 +19,10 @@
 //!
 //! - [`message`]: Subduction-compatible messages: the `SUM\0` sync
 //!   envelope ([`SyncMessage`]) with its signed
-//!   `STC\0`/`STF\0` payloads, the `SUH\0` handshake and the `SUE\0`
-//!   ephemeral messages. Decoding is injective, bounded and panic-free;
-//!   encoding never truncates.
+//!   `STC\0`/`STF\0` payloads, the `SUH\0` handshake, the `SUE\0`
+//!   ephemeral messages and the `SUK\0` keyhive messages ([`keyhive`]), all
+//!   decoded through one [`Message`]. Decoding is injective, bounded and
+//!   panic-free; encoding never truncates.
 //! - [`handshake`]: the mutual handshake's two sides, [`Initiator`] and
 //!   [`Responder`], and the replay cache ([`nonce_cache`]).
 //! - [`session`]: [`Session`], an authenticated connection's state:

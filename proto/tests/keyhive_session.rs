@@ -5,7 +5,7 @@
 
 use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
-use bijou_proto::message::Audience;
+use bijou_proto::message::{Audience, MessageError};
 use bijou_proto::session::{verify_message, Delivered, Rejected, Session, Work};
 use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
@@ -89,7 +89,9 @@ fn keyhive_messages_are_delivered_verified_and_bad_ones_rejected_without_ending_
     let received = at_bob.poll_event().unwrap();
     assert!(matches!(
         received.result,
-        Err(Rejected::Keyhive(KeyhiveError::TotalSize { .. }))
+        Err(Rejected::Malformed(MessageError::Keyhive(
+            KeyhiveError::TotalSize { .. }
+        )))
     ));
 
     // The session goes on.

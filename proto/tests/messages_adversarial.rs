@@ -53,6 +53,7 @@ fn verifies(msg: &Message) -> bool {
         Message::Handshake(_) => true,
         Message::Ephemeral(EphemeralMessage::Ephemeral(s)) => s.verify_strict().is_ok(),
         Message::Ephemeral(_) => true,
+        Message::Keyhive(k) => k.as_ref().clone().verify(k.signed.issuer).is_ok(),
     }
 }
 
@@ -65,6 +66,7 @@ fn carries_a_valid_signature(msg: &Message) -> bool {
         Message::Handshake(_) => false,
         Message::Ephemeral(EphemeralMessage::Ephemeral(s)) => s.verify_strict().is_ok(),
         Message::Ephemeral(_) => false,
+        Message::Keyhive(k) => k.as_ref().clone().verify(k.signed.issuer).is_ok(),
     }
 }
 

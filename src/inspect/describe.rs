@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use bijou_codec::Wire;
+use bijou_proto::keyhive::{KeyhiveMessage, SukMessage};
 use bijou_proto::message::{
     Audience, BlobMessage, EphemeralMessage, HandshakeMessage, Message, Scoped, SyncMessage,
     SyncResult,
@@ -36,7 +37,50 @@ pub fn describe(frame: Bytes, start: usize, out: &mut impl Write) -> io::Result<
         Message::Handshake(h) => handshake(&h, out),
         Message::Sync(s) => sync(&s, out),
         Message::Ephemeral(e) => ephemeral(&e, out),
+        Message::Keyhive(k) => keyhive(&k, out),
     }
+}
+
+/// A keyhive message: its kind, signer and contact card; its fields once
+/// the signature verifies against the key it names (a capture has no
+/// handshake to say whose it should be).
+fn keyhive(m: &SukMessage, out: &mut impl Write) -> io::Result<bool> {
+    let message = &m.signed.message;
+    writeln!(
+        out,
+        "    SUK\\0 {} from {}",
+        message.kind_name(),
+        m.signed.issuer
+    )?;
+    let card = m.contact_card.as_ref().map_or("none".to_owned(), |c| {
+        format!("{} B of JSON", c.as_str().len())
+    });
+    writeln!(out, "    card       {card}")?;
+    let check = m.clone().verify(m.signed.issuer).map(|_| ());
+    if check.is_ok() {
+        writeln!(out, "    target     {}", message.target().key)?;
+        let lists = match message {
+            KeyhiveMessage::SyncRequest { found, pending, .. } => {
+                format!("{} found, {} pending hash(es)", found.len(), pending.len())
+            }
+            KeyhiveMessage::SyncResponse {
+                requested, found, ..
+            } => format!(
+                "{} requested hashes, {} events",
+                requested.len(),
+                found.len()
+            ),
+            KeyhiveMessage::SyncOps { ops, .. } => format!("{} event(s)", ops.len()),
+            _ => String::new(),
+        };
+        if !lists.is_empty() {
+            writeln!(out, "    carries    {lists}")?;
+        }
+    } else {
+        writeln!(out, "    (fields not shown: unverified)")?;
+    }
+    writeln!(out, "    signature  {}", verdict(&check))?;
+    Ok(check.is_ok())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -61,7 +105,11 @@ fn ephemeral(e: &EphemeralMessage, out: &mut impl Write) -> io::Result<bool> {
     let (name, topics) = match e {
         EphemeralMessage::Ephemeral(signed) => {
             let h = signed.header();
-            writeln!(out, "    SUE\0 Ephemeral (tag 00) from {}", signed.issuer())?;
+            writeln!(
+                out,
+                "    SUE\\0 Ephemeral (tag 00) from {}",
+                signed.issuer()
+            )?;
             writeln!(out, "    topic      {}", h.topic)?;
             writeln!(out, "    nonce      {:#018x}", h.nonce)?;
             writeln!(out, "    timestamp  {} (unix s)", h.timestamp)?;
@@ -74,7 +122,11 @@ fn ephemeral(e: &EphemeralMessage, out: &mut impl Write) -> io::Result<bool> {
         EphemeralMessage::Unsubscribe(t) => ("Unsubscribe (tag 02)", t),
         EphemeralMessage::SubscribeRejected(t) => ("SubscribeRejected (tag 03)", t),
     };
-    writeln!(out, "    SUE\0 {name}: {} topic(s), unsigned", topics.len())?;
+    writeln!(
+        out,
+        "    SUE\\0 {name}: {} topic(s), unsigned",
+        topics.len()
+    )?;
     for topic in topics {
         writeln!(out, "    topic      {topic}")?;
     }

@@ -14,7 +14,7 @@
 //! | prefix | frame (message) | prefix | frame (message) | ...
 //! +--------+-----------------+--------+-----------------+-----
 //!  1..=10 B  SUH\0 / SUM\0 /
-//!  bijou64,  SUE\0 ...
+//!  bijou64,  SUE\0 / SUK\0
 //!  leb128 or
 //!  u32-be
 //! ```
@@ -52,7 +52,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use bijou_framing::prefix::{PrefixError, PrefixKind};
-use bijou_proto::message::{EPHEMERAL_SCHEMA, HANDSHAKE_SCHEMA, SYNC_SCHEMA};
+use bijou_proto::message::Message;
 use bytes::Bytes;
 
 mod describe;
@@ -266,11 +266,7 @@ fn cut_inside_a_message(input: &[u8], summary: &Summary) -> bool {
         return false;
     };
     let start = offset.saturating_add(prefix_bytes.len());
-    input.get(start..).is_some_and(|rest| {
-        [SYNC_SCHEMA, HANDSHAKE_SCHEMA, EPHEMERAL_SCHEMA]
-            .iter()
-            .any(|schema| rest.starts_with(schema))
-    })
+    input.get(start..).is_some_and(Message::has_known_schema)
 }
 
 /// How [`detect`] reads an input.
@@ -288,7 +284,8 @@ pub struct Detected {
 ///
 /// A reading is a candidate if a frame under it is good (decodes and
 /// verifies), or if it has no bad frame and stops at a frame cut short
-/// whose bytes start with a message schema (`SUM\0`, `SUH\0`, `SUE\0`):
+/// whose bytes start with a message schema (`SUM\0`, `SUH\0`, `SUE\0`,
+/// `SUK\0`):
 /// a capture cut inside its first frame. Candidates are ranked by having
 /// no bad frame first, then by more good frames, then by a clean end, then
 /// by fewer bad frames; ties go to raw bytes and to the default prefix

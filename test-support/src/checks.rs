@@ -141,6 +141,12 @@ pub fn check_message(bytes: &[u8], verify: bool) -> (Result<Message, MessageErro
                         verify_ephemeral(e);
                     }
                 }
+                Message::Keyhive(k) => {
+                    assert_eq!(SukMessage::from_bytes(&input).as_ref(), Ok(k.as_ref()));
+                    if verify {
+                        verify_keyhive(k);
+                    }
+                }
             }
         }
         Err(e) => {
@@ -151,6 +157,9 @@ pub fn check_message(bytes: &[u8], verify: bool) -> (Result<Message, MessageErro
                 assert_eq!(HandshakeMessage::decode(input).err().as_ref(), Some(e));
             } else if bytes.starts_with(b"SUE\0") {
                 assert_eq!(EphemeralMessage::decode(input).err().as_ref(), Some(e));
+            } else if bytes.starts_with(b"SUK\0") {
+                let alone = SukMessage::from_bytes(&input).err();
+                assert_eq!(alone.map(MessageError::Keyhive).as_ref(), Some(e));
             }
             let _ = e.to_string();
         }
@@ -254,6 +263,15 @@ pub fn check_sue(bytes: &[u8], verify: bool) -> Depth {
     check_message(bytes, verify).1
 }
 
+/// A keyhive message verified against the key it names: what verifies
+/// says it is from its signer.
+fn verify_keyhive(message: &SukMessage) {
+    let issuer = message.signed.issuer;
+    if let Ok(verified) = message.clone().verify(issuer) {
+        assert_eq!(verified.keyhive().sender().key, issuer);
+    }
+}
+
 /// The `suk` target: a `SUK\0` keyhive message. Accepted: it re-encodes
 /// to exactly the input (as `Wire` too), its keyhive payload decodes alone
 /// to the same message, and no event is shorter than any keyhive event.
@@ -261,7 +279,20 @@ pub fn check_sue(bytes: &[u8], verify: bool) -> Depth {
 /// verifies names its signer as sender.
 pub fn check_suk(bytes: &[u8], verify: bool) -> Depth {
     let input = Bytes::copy_from_slice(bytes);
-    match SukMessage::from_bytes(&input) {
+    let decoded = SukMessage::from_bytes(&input);
+    // The one dispatch: `Message` reads a `SUK\0` message the same way.
+    if bytes.starts_with(b"SUK\0") {
+        let via_message = Message::decode(input.clone());
+        match (&decoded, via_message) {
+            (Ok(alone), Ok(Message::Keyhive(m))) => assert_eq!(alone, m.as_ref()),
+            (Err(alone), Err(MessageError::Keyhive(e))) => assert_eq!(*alone, e),
+            (alone, other) => panic!(
+                "SukMessage and Message disagree ({alone:?} against {other:?}): {}",
+                hex(bytes)
+            ),
+        }
+    }
+    match decoded {
         Ok(message) => {
             let again = message
                 .to_bytes()
@@ -284,10 +315,7 @@ pub fn check_suk(bytes: &[u8], verify: bool) -> Depth {
             };
             assert!(events.iter().all(|e| e.len() >= MIN_EVENT_LEN));
             if verify {
-                let issuer = signed.issuer;
-                if let Ok(verified) = message.clone().verify(issuer) {
-                    assert_eq!(verified.keyhive().sender().key, issuer);
-                }
+                verify_keyhive(&message);
             }
             Depth::Accepted
         }
@@ -728,6 +756,10 @@ pub fn inspector_verdict(msg: &Message) -> bool {
                 EphemeralMessage::Ephemeral(s) => s.verify_strict().is_ok(),
                 _ => true,
             }
+        }
+        Message::Keyhive(k) => {
+            verify_keyhive(k);
+            k.as_ref().clone().verify(k.signed.issuer).is_ok()
         }
     }
 }

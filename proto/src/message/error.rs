@@ -5,6 +5,7 @@ use bijou_codec::ReadError;
 use bijou_signing::{BlobMismatch, DecodeError, Schema, VerifyError};
 
 use super::SedimentreeId;
+use crate::keyhive::KeyhiveError;
 
 /// Why a frame does not hold a well-formed message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +63,11 @@ pub enum MessageError {
         /// Where the repeat starts.
         offset: usize,
     },
+    /// A `SUK\0` keyhive message is malformed (its envelope, its signed
+    /// envelope or the keyhive message inside), with the field and its
+    /// absolute offset.
+    #[error(transparent)]
+    Keyhive(KeyhiveError),
     /// An embedded signed payload is malformed. Offsets inside `source`
     /// are absolute in the frame, like every other offset.
     #[error("signed payload at offset {offset}: {source}")]

@@ -1,6 +1,9 @@
 //! Subduction-compatible messages: the `SUM\0` sync envelope, the signed
-//! `STC\0`/`STF\0` payloads it carries, the `SUH\0` handshake, and the
-//! `SUE\0` ephemeral messages.
+//! `STC\0`/`STF\0` payloads it carries, the `SUH\0` handshake, the
+//! `SUE\0` ephemeral messages, and (from [`crate::keyhive`]) the `SUK\0`
+//! keyhive messages. [`Message`] is the one inbound type: every decoder
+//! that takes a whole message (the session, the framing codecs above it,
+//! the inspector) dispatches through it.
 //!
 //! Byte-compatible with `subduction_core` 0.20 / `sedimentree_core` 0.16 /
 //! `subduction_crypto` 0.11, and stricter: decoding is injective
@@ -13,7 +16,7 @@
 //!
 //! ```text
 //!   message/
-//!     mod.rs               Message: dispatch on the 4-byte schema
+//!     mod.rs               Message: dispatch on the 4-byte schema (SUK\0: keyhive/envelope.rs)
 //!     sync/mod.rs          SyncMessage: "SUM\0" envelope + tag dispatch
 //!       blob_message.rs            00 LooseCommit, 01 Fragment
 //!       batch_sync_request.rs      04
@@ -36,6 +39,8 @@
 use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
 use bytes::BufMut;
+
+use crate::keyhive::{SukMessage, KEYHIVE_SCHEMA};
 
 pub mod ephemeral;
 pub mod error;
@@ -84,9 +89,33 @@ pub enum Message {
     Handshake(HandshakeMessage),
     /// `SUE\0`.
     Ephemeral(EphemeralMessage),
+    /// `SUK\0` (boxed: it is the large variant).
+    Keyhive(Box<SukMessage>),
 }
 
 impl Message {
+    /// Whether `bytes` start with the schema of a message [`Message`]
+    /// decodes (`SUM\0`, `SUH\0`, `SUE\0`, `SUK\0`): for telling a cut
+    /// message from noise without decoding it.
+    ///
+    /// ```
+    /// use bijou_frame::proto::message::Message;
+    /// assert!(Message::has_known_schema(b"SUK\0\x00\x00"));
+    /// assert!(!Message::has_known_schema(b"SUX\0"));
+    /// assert!(!Message::has_known_schema(b"SU"));
+    /// ```
+    #[must_use]
+    pub fn has_known_schema(bytes: &[u8]) -> bool {
+        [
+            SYNC_SCHEMA,
+            HANDSHAKE_SCHEMA,
+            EPHEMERAL_SCHEMA,
+            KEYHIVE_SCHEMA,
+        ]
+        .iter()
+        .any(|schema| bytes.starts_with(schema))
+    }
+
     /// What kind of message this is, for errors and logs.
     #[must_use]
     pub const fn kind_name(&self) -> &'static str {
@@ -94,6 +123,7 @@ impl Message {
             Self::Sync(_) => "sync message",
             Self::Handshake(h) => h.kind_name(),
             Self::Ephemeral(e) => e.kind_name(),
+            Self::Keyhive(_) => "keyhive message",
         }
     }
 }
@@ -116,11 +146,21 @@ impl Message {
 impl Wire for Message {
     type Error = MessageError;
 
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        match self {
+            Self::Sync(msg) => msg.wire_len(),
+            Self::Handshake(msg) => msg.wire_len(),
+            Self::Ephemeral(msg) => msg.wire_len(),
+            Self::Keyhive(msg) => msg.wire_len(),
+        }
+    }
+
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         match self {
             Self::Sync(msg) => msg.write_to(w),
             Self::Handshake(msg) => msg.write_to(w),
             Self::Ephemeral(msg) => msg.write_to(w),
+            Self::Keyhive(msg) => msg.write_to(w),
         }
     }
 
@@ -129,6 +169,9 @@ impl Wire for Message {
             Some(SYNC_SCHEMA) => SyncMessage::read_from(r).map(Self::Sync),
             Some(HANDSHAKE_SCHEMA) => HandshakeMessage::read_from(r).map(Self::Handshake),
             Some(EPHEMERAL_SCHEMA) => EphemeralMessage::read_from(r).map(Self::Ephemeral),
+            Some(KEYHIVE_SCHEMA) => SukMessage::read_from(r)
+                .map(|msg| Self::Keyhive(Box::new(msg)))
+                .map_err(MessageError::Keyhive),
             Some(found) => Err(MessageError::UnknownSchema {
                 found: Schema(found),
             }),
@@ -151,6 +194,12 @@ impl From<SyncMessage> for Message {
 impl From<EphemeralMessage> for Message {
     fn from(msg: EphemeralMessage) -> Self {
         Self::Ephemeral(msg)
+    }
+}
+
+impl From<SukMessage> for Message {
+    fn from(msg: SukMessage) -> Self {
+        Self::Keyhive(Box::new(msg))
     }
 }
 

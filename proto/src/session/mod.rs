@@ -17,7 +17,7 @@
 //!                                        ▼                                          again at t (poll_timeout)
 //!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
 //!
-//!   keyhive ("SUK\0") bytes ── handle_message ──► decoded (malformed: answered at once);
+//!   a keyhive (SUK\0) message: decoded like the others (malformed: answered at once);
 //!                                 poll_work ──► its signature, paid from the budget, checked
 //!                                               against the handshake's peer ──► poll_event()
 //!
@@ -95,7 +95,6 @@ use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
 use crate::handshake::Authenticated;
-use crate::keyhive::{SukMessage, KEYHIVE_SCHEMA};
 use crate::message::ephemeral::{TAG_SUBSCRIBE, TAG_UNSUBSCRIBE};
 use crate::message::{
     EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, EPHEMERAL_SCHEMA,
@@ -104,7 +103,7 @@ use crate::message::{
 use crate::time::Now;
 use crate::verify_budget::{Bucket, VerifyBudget};
 
-use pending::{Pending, PendingKeyhive, Start};
+use pending::{Pending, Start};
 pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 
 /// Signed items verified in one [`Session::poll_work`] step by default.
@@ -273,32 +272,13 @@ impl Session {
         if !self.wants_message() {
             return Err(Busy(bytes));
         }
-        if bytes.starts_with(&KEYHIVE_SCHEMA) {
-            // Decoded now; its one signature is checked in poll_work,
-            // paid for from the budget like any other.
-            match SukMessage::from_bytes(&bytes) {
-                Ok(message) => {
-                    self.pending = Some(Box::new(Pending::Keyhive(PendingKeyhive {
-                        bytes,
-                        message: Some(message),
-                        peer: self.remote.peer(),
-                    })));
-                }
-                Err(e) => {
-                    self.ready = Some(Box::new(Received {
-                        bytes,
-                        result: Err(Rejected::Keyhive(e)),
-                    }));
-                }
-            }
-            return Ok(());
-        }
         let frame = MessageFrame::decode(bytes);
+        let peer = self.remote.peer();
         let ephemeral = match frame.message {
             Ok(Message::Ephemeral(_)) => Some(self.ephemeral_mut()),
             _ => None,
         };
-        match Pending::start(frame, ephemeral, now.unix_secs) {
+        match Pending::start(frame, ephemeral, Some(peer), now.unix_secs) {
             Start::Answered(received) => self.ready = Some(Box::new(received)),
             Start::Verify(pending) => self.pending = Some(Box::new(pending)),
         }
@@ -389,7 +369,7 @@ impl Session {
                 self.ephemeral_mut().unsubscribe(topics);
                 Ok(())
             }
-            Message::Sync(_) | Message::Ephemeral(_) => Ok(()),
+            Message::Sync(_) | Message::Ephemeral(_) | Message::Keyhive(_) => Ok(()),
         }
     }
 
@@ -466,16 +446,6 @@ impl Session {
 /// handshake says whose it should be).
 #[must_use]
 pub fn verify_message(bytes: Bytes) -> Received {
-    if bytes.starts_with(&KEYHIVE_SCHEMA) {
-        let result = SukMessage::from_bytes(&bytes)
-            .and_then(|message| {
-                let issuer = message.signed.issuer;
-                message.verify(issuer)
-            })
-            .map(|verified| Delivered::Keyhive(Box::new(verified)))
-            .map_err(Rejected::Keyhive);
-        return Received { bytes, result };
-    }
     pending::verify_at_once(bytes)
 }
 

@@ -49,9 +49,9 @@ pub(super) enum Pending {
 /// the handshake's peer (paid for from the budget like any other).
 #[derive(Debug)]
 pub(super) struct PendingKeyhive {
-    pub(super) bytes: Bytes,
-    pub(super) message: Option<SukMessage>,
-    pub(super) peer: PeerId,
+    bytes: Bytes,
+    message: Option<SukMessage>,
+    peer: PeerId,
 }
 
 /// An ephemeral message that passed the cheap checks at `now`.
@@ -64,11 +64,13 @@ pub(super) struct PendingEphemeral {
 
 impl Pending {
     /// A message to verify, or the answer for anything else, at `now` (unix
-    /// seconds). `session` is the connection's ephemeral state (`None`:
-    /// verify only).
+    /// seconds). `session` is the connection's ephemeral state, `peer` the
+    /// key its handshake authenticated (`None` for both: verify only, a
+    /// keyhive message against the key it names).
     pub(super) fn start(
         frame: MessageFrame,
         session: Option<&mut EphemeralSession>,
+        peer: Option<PeerId>,
         now: u64,
     ) -> Start {
         let bytes = frame.bytes;
@@ -83,6 +85,20 @@ impl Pending {
                 return Start::Verify(Self::Sync(PendingSync::new(bytes, message)));
             }
             Ok(Message::Ephemeral(message)) => message,
+            Ok(Message::Keyhive(message)) => {
+                // Its one signature is checked against the handshake's
+                // peer in a step, paid for from the budget like any other;
+                // with no handshake, at once against the key it names.
+                let Some(peer) = peer else {
+                    let issuer = message.signed.issuer;
+                    return answer(keyhive_verified(*message, issuer));
+                };
+                return Start::Verify(Self::Keyhive(PendingKeyhive {
+                    bytes,
+                    message: Some(*message),
+                    peer,
+                }));
+            }
             Err(e) => return answer(Err(Rejected::Malformed(e))),
             Ok(Message::Handshake(h)) => {
                 return answer(Err(Rejected::UnexpectedHandshake(Box::new(h))))
@@ -151,10 +167,7 @@ impl Pending {
                     return Step::Wait(at);
                 }
                 let result = match pending.message.take() {
-                    Some(message) => message
-                        .verify(pending.peer)
-                        .map(|verified| Delivered::Keyhive(Box::new(verified)))
-                        .map_err(Rejected::Keyhive),
+                    Some(message) => keyhive_verified(message, pending.peer),
                     // Stepped again after Done: never, kept typed.
                     None => Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
                         got: "nothing",
@@ -287,9 +300,17 @@ impl PendingSync {
     }
 }
 
+/// A keyhive message verified as signed by `peer`, and what that delivers.
+fn keyhive_verified(message: SukMessage, peer: PeerId) -> Result<Delivered, Rejected> {
+    message
+        .verify(peer)
+        .map(|verified| Delivered::Keyhive(Box::new(verified)))
+        .map_err(Rejected::Keyhive)
+}
+
 /// [`super::verify_message`]: every step at once, with no budget.
 pub(super) fn verify_at_once(bytes: Bytes) -> Received {
-    match Pending::start(MessageFrame::decode(bytes), None, 0) {
+    match Pending::start(MessageFrame::decode(bytes), None, None, 0) {
         Start::Answered(received) => received,
         Start::Verify(Pending::Sync(mut pending)) => {
             let total = pending.message.signed_item_count();
@@ -306,14 +327,16 @@ pub(super) fn verify_at_once(bytes: Bytes) -> Received {
                 .map(Delivered::Ephemeral)
                 .map_err(|e| Rejected::Ephemeral(EphemeralRejected::Signature(e))),
         },
-        // `start` never makes one (keyhive messages go through the session
-        // or `verify_message` directly).
+        // Only with a peer (never here), but verified all the same.
         Start::Verify(Pending::Keyhive(pending)) => Received {
+            result: match pending.message {
+                Some(message) => keyhive_verified(message, pending.peer),
+                None => Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
+                    got: "nothing",
+                    expected: "a pending keyhive message",
+                })),
+            },
             bytes: pending.bytes,
-            result: Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
-                got: "a keyhive message",
-                expected: "a sync or ephemeral message",
-            })),
         },
     }
 }

@@ -66,8 +66,10 @@ pub enum Rejected {
     /// A handshake message after the handshake completed.
     #[error("unexpected handshake message after the handshake")]
     UnexpectedHandshake(Box<HandshakeMessage>),
-    /// A keyhive (`SUK\0`) message that is malformed, or not signed by
-    /// the handshake's peer.
+    /// A well-formed keyhive (`SUK\0`) message not signed by the
+    /// handshake's peer, with a bad signature, or whose `sender_id` is not
+    /// its signer (a malformed one is [`Rejected::Malformed`], with
+    /// [`MessageError::Keyhive`]).
     #[error("keyhive message rejected: {0}")]
     Keyhive(#[source] KeyhiveError),
     /// An ephemeral message that failed a check: too large, stale or in
