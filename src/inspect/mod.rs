@@ -266,7 +266,7 @@ fn cut_inside_a_message(input: &[u8], summary: &Summary) -> bool {
         return false;
     };
     let start = offset.saturating_add(prefix_bytes.len());
-    input.get(start..).is_some_and(Message::has_known_schema)
+    input.get(start..).and_then(Message::peek_kind).is_some()
 }
 
 /// How [`detect`] reads an input.

@@ -17,6 +17,7 @@
 use core::fmt;
 
 use bijou_framing::prefix::PrefixKind;
+use bijou_proto::message::{Message, MessageKind};
 
 /// How the peer frames its messages, when it differs from us.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +73,8 @@ pub fn sniff(raw: &[u8], ours: PrefixKind) -> Option<PeerFraming> {
             kind.decode(raw)
                 .ok()
                 .and_then(|(_, n)| raw.get(n..))
-                .is_some_and(|rest| rest.starts_with(b"SUH\0"))
+                .and_then(Message::peek_kind)
+                == Some(MessageKind::Handshake)
         })
         .map(PeerFraming::Prefix)
 }

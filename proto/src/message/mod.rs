@@ -80,6 +80,23 @@ pub trait Scoped {
     fn sedimentree_id(&self) -> SedimentreeId;
 }
 
+/// What [`Message::peek_kind`] reads from an encoded message's first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MessageKind {
+    /// `SUM\0`.
+    Sync,
+    /// `SUH\0`.
+    Handshake,
+    /// `SUE\0` with a tag other than Subscribe or Unsubscribe.
+    Ephemeral,
+    /// `SUE\0` Subscribe (01) or Unsubscribe (02): changes the sender's
+    /// subscriptions.
+    SubscriptionChange,
+    /// `SUK\0`.
+    Keyhive,
+}
+
 /// Any top-level message, told apart by its 4-byte schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
@@ -94,26 +111,36 @@ pub enum Message {
 }
 
 impl Message {
-    /// Whether `bytes` start with the schema of a message [`Message`]
-    /// decodes (`SUM\0`, `SUH\0`, `SUE\0`, `SUK\0`): for telling a cut
-    /// message from noise without decoding it.
+    /// What an encoded message is, read from its schema (and an
+    /// ephemeral message's tag) without decoding it: for a decision that
+    /// needs only the kind (refusing a handshake message, telling a cut
+    /// message from noise). `None` if `bytes` do not start with a schema
+    /// [`Message`] decodes. The bytes after are not checked: decode them
+    /// to know they are a message.
     ///
     /// ```
-    /// use bijou_frame::proto::message::Message;
-    /// assert!(Message::has_known_schema(b"SUK\0\x00\x00"));
-    /// assert!(!Message::has_known_schema(b"SUX\0"));
-    /// assert!(!Message::has_known_schema(b"SU"));
+    /// use bijou_frame::proto::message::{Message, MessageKind};
+    /// assert_eq!(Message::peek_kind(b"SUK\0\x00\x00"), Some(MessageKind::Keyhive));
+    /// assert_eq!(Message::peek_kind(b"SUE\0\x01"), Some(MessageKind::SubscriptionChange));
+    /// assert_eq!(Message::peek_kind(b"SUE\0\x00"), Some(MessageKind::Ephemeral));
+    /// assert_eq!(Message::peek_kind(b"SUX\0"), None);
+    /// assert_eq!(Message::peek_kind(b"SU"), None);
     /// ```
     #[must_use]
-    pub fn has_known_schema(bytes: &[u8]) -> bool {
-        [
-            SYNC_SCHEMA,
-            HANDSHAKE_SCHEMA,
-            EPHEMERAL_SCHEMA,
-            KEYHIVE_SCHEMA,
-        ]
-        .iter()
-        .any(|schema| bytes.starts_with(schema))
+    pub fn peek_kind(bytes: &[u8]) -> Option<MessageKind> {
+        let schema: [u8; 4] = bytes.get(..4)?.try_into().ok()?;
+        Some(match schema {
+            SYNC_SCHEMA => MessageKind::Sync,
+            HANDSHAKE_SCHEMA => MessageKind::Handshake,
+            KEYHIVE_SCHEMA => MessageKind::Keyhive,
+            EPHEMERAL_SCHEMA => match bytes.get(4) {
+                Some(&(ephemeral::TAG_SUBSCRIBE | ephemeral::TAG_UNSUBSCRIBE)) => {
+                    MessageKind::SubscriptionChange
+                }
+                _ => MessageKind::Ephemeral,
+            },
+            _ => return None,
+        })
     }
 
     /// What kind of message this is, for errors and logs.

@@ -95,10 +95,8 @@ use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
 use crate::handshake::Authenticated;
-use crate::message::ephemeral::{TAG_SUBSCRIBE, TAG_UNSUBSCRIBE};
 use crate::message::{
-    EphemeralMessage, Message, MessageFrame, SignedEphemeral, Topic, EPHEMERAL_SCHEMA,
-    HANDSHAKE_SCHEMA,
+    EphemeralMessage, Message, MessageFrame, MessageKind, SignedEphemeral, Topic,
 };
 use crate::time::Now;
 use crate::verify_budget::{Bucket, VerifyBudget};
@@ -381,24 +379,18 @@ impl Session {
     ///
     /// [`SendRefused::HandshakeAfterHandshake`].
     pub fn on_send_encoded(&mut self, bytes: &Bytes) -> Result<(), SendRefused> {
-        if bytes.starts_with(&HANDSHAKE_SCHEMA) {
-            return Err(SendRefused::HandshakeAfterHandshake {
+        match Message::peek_kind(bytes) {
+            Some(MessageKind::Handshake) => Err(SendRefused::HandshakeAfterHandshake {
                 kind: "handshake message",
-            });
+            }),
+            // Only a Subscribe or an Unsubscribe changes the session: decode
+            // those (a few topics), not every forwarded message.
+            Some(MessageKind::SubscriptionChange) => match Message::decode(bytes.clone()) {
+                Ok(message @ Message::Ephemeral(_)) => self.on_send(&message),
+                _ => Ok(()),
+            },
+            _ => Ok(()),
         }
-        // Only a Subscribe or an Unsubscribe changes the session: decode
-        // those (a few topics), not every forwarded message.
-        let control = bytes.starts_with(&EPHEMERAL_SCHEMA)
-            && matches!(
-                bytes.get(EPHEMERAL_SCHEMA.len()),
-                Some(&(TAG_SUBSCRIBE | TAG_UNSUBSCRIBE))
-            );
-        if control {
-            if let Ok(message @ Message::Ephemeral(_)) = Message::decode(bytes.clone()) {
-                return self.on_send(&message);
-            }
-        }
-        Ok(())
     }
 
     /// [`Session::on_send`], then the message's bytes to send.
