@@ -24,7 +24,10 @@
 //!   commits/s. Every bijou64 field goes through `Reader::bijou64`.
 //! - `messages_encode/<size>`: `MessageCodec::encode` of the message into a
 //!   reused frame buffer (prefix and message written in place), next to
-//!   `subduction_core`'s `encode` of the same message to a `Vec`.
+//!   `subduction_core`'s `encode` of the same message to a `Vec`, that
+//!   loop again as a control (`subduction_core_again`: a ratio within the
+//!   two copies' spread cannot be told apart from 1.0), and `wire_len`,
+//!   ours's length pass alone.
 //! - `messages_verify/<size>`:
 //!   - `pipeline`: `MessageCodec::decode` + `BlobMessage::verify` (strict
 //!     signature, scope binding, blob size and BLAKE3 digest);
@@ -180,6 +183,16 @@ fn benches(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("subduction_core", name), |b| {
             let decoded = theirs::SyncMessage::try_decode(&their_wire).unwrap();
             b.iter(|| black_box(black_box(&decoded).encode().len()))
+        });
+        // The control: the peer's loop a second time, so the ratio can be
+        // told apart from where a loop happens to land.
+        group.bench_function(BenchmarkId::new("subduction_core_again", name), |b| {
+            let decoded = theirs::SyncMessage::try_decode(&their_wire).unwrap();
+            b.iter(|| black_box(black_box(&decoded).encode().len()))
+        });
+        // Where ours goes: the length pass alone.
+        group.bench_function(BenchmarkId::new("wire_len", name), |b| {
+            b.iter(|| black_box(black_box(&fx.msg).wire_len().unwrap()))
         });
         group.finish();
 
