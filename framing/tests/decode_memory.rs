@@ -12,17 +12,14 @@
 use bijou_framing::frame_codec::RESERVE_STEP;
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::FrameCodec;
-use bijou_test_support::heap::{self, Alone, Bound, PeakAlloc};
-use bytes::{Bytes, BytesMut};
+use bijou_test_support::heap::{self, read_loop, Alone, Bound, PeakAlloc, READ_RESERVE};
+use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use tokio_util::codec::Decoder;
 
 #[global_allocator]
 static ALLOCATOR: PeakAlloc = PeakAlloc;
-
-/// What `FramedRead` reserves when its buffer is full.
-const READ_RESERVE: usize = 8 * 1024;
 
 const BOUND: Bound = Bound {
     per_byte: 2,
@@ -39,41 +36,15 @@ fn stream<P: LengthPrefix>(lens: &[usize]) -> Vec<u8> {
     out
 }
 
-/// Feeds `wire` as a socket read loop does (reads of `reads` sizes into
-/// the buffer's spare room, 8 KiB reserved when it is full), keeping every
-/// frame delivered in `kept` (allocated by the caller, before the
-/// measurement: its own slots are the caller's memory, not the codec's).
-fn feed<P: LengthPrefix>(wire: &[u8], reads: &[usize], kept: &mut Vec<Bytes>) {
-    let mut codec = FrameCodec::<P>::default();
-    let mut buf = BytesMut::new();
-    let mut rest = wire;
-    let mut sizes = reads.iter().cycle();
-    while !rest.is_empty() {
-        if buf.capacity() == buf.len() {
-            buf.reserve(READ_RESERVE);
-        }
-        let room = buf.capacity() - buf.len();
-        let n = sizes
-            .next()
-            .copied()
-            .unwrap_or(1)
-            .clamp(1, room)
-            .min(rest.len());
-        buf.extend_from_slice(&rest[..n]);
-        rest = &rest[n..];
-        while let Some(frame) = codec.decode(&mut buf).expect("a valid stream") {
-            kept.push(frame);
-        }
-    }
-    assert!(buf.is_empty(), "{} bytes left", buf.len());
-}
-
 /// Feeds, checks the frames and the bound; returns the peak's ratio to
 /// the bytes received and to the bound.
 fn check<P: LengthPrefix>(heap: &Alone, lens: &[usize], reads: &[usize]) -> (f64, f64) {
     let wire = stream::<P>(lens);
     let mut kept = Vec::with_capacity(lens.len());
-    let ((), usage) = heap.measure(|| feed::<P>(&wire, reads, &mut kept));
+    let ((), usage) = heap.measure(|| {
+        let mut codec = FrameCodec::<P>::default();
+        read_loop(&wire, reads, &mut kept, |buf| codec.decode(buf));
+    });
     let got: Vec<usize> = kept.iter().map(Bytes::len).collect();
     assert_eq!(got, lens, "{}: the frames fed", P::NAME);
     let ratio = BOUND.check(P::NAME, wire.len(), usage);

@@ -31,7 +31,7 @@ use bijou_proto::keyhive::message::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Identity, PeerId};
-use bijou_test_support::heap::{self, Alone, Bound, PeakAlloc};
+use bijou_test_support::heap::{self, read_loop, Alone, Bound, PeakAlloc, READ_RESERVE};
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -224,9 +224,6 @@ fn a_million_empty_keyhive_events_cost_no_more_than_their_bytes_on_either_transp
     );
 }
 
-/// What a `WebSocketTransport` reserves when its read buffer is full.
-const READ_RESERVE: usize = 8 * 1024;
-
 /// The frame reader's bound: twice the bytes received, one receive step.
 const FRAMES_BOUND: Bound = Bound {
     per_byte: 2,
@@ -251,27 +248,9 @@ fn feed_frames(heap: &Alone, lens: &[usize], reads: &[usize]) -> f64 {
     let mut kept: Vec<Bytes> = Vec::with_capacity(lens.len());
     let ((), usage) = heap.measure(|| {
         let mut decoder = FrameDecoder::new(Role::Server, 50 << 20);
-        let mut buf = BytesMut::new();
-        let mut rest = &wire[..];
-        let mut sizes = reads.iter().cycle();
-        while !rest.is_empty() {
-            if buf.capacity() == buf.len() {
-                buf.reserve(READ_RESERVE);
-            }
-            let room = buf.capacity() - buf.len();
-            let n = sizes
-                .next()
-                .copied()
-                .unwrap_or(1)
-                .clamp(1, room)
-                .min(rest.len());
-            buf.extend_from_slice(&rest[..n]);
-            rest = &rest[n..];
-            while let Some(frame) = decoder.decode(&mut buf).expect("a valid stream") {
-                kept.push(frame.payload);
-            }
-        }
-        assert!(buf.is_empty());
+        read_loop(&wire, reads, &mut kept, |buf| {
+            decoder.decode(buf).map(|f| f.map(|f| f.payload))
+        });
     });
     let got: Vec<usize> = kept.iter().map(Bytes::len).collect();
     assert_eq!(got, lens, "the frames fed");

@@ -21,6 +21,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use bytes::{Bytes, BytesMut};
+
 pub use peak_alloc::PeakAlloc;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -111,4 +113,43 @@ impl Bound {
         );
         usage.peak as f64 / len.max(1) as f64
     }
+}
+
+/// What a transport's read buffer reserves when it is full
+/// (`FramedRead`'s and our transports' 8 KiB).
+pub const READ_RESERVE: usize = 8 * 1024;
+
+/// Feeds `wire` to a frame decoder as a socket read loop does: reads of
+/// `reads` sizes in turn (each at most the buffer's spare room), the
+/// buffer growing by [`READ_RESERVE`] when it is full, and after each read
+/// every frame `decode` completes pushed to `kept` (allocated by the
+/// caller, so that its slots are not counted as the decoder's memory).
+/// Panics if bytes are left over at the end.
+pub fn read_loop<E: std::fmt::Debug>(
+    wire: &[u8],
+    reads: &[usize],
+    kept: &mut Vec<Bytes>,
+    mut decode: impl FnMut(&mut BytesMut) -> Result<Option<Bytes>, E>,
+) {
+    let mut buf = BytesMut::new();
+    let mut rest = wire;
+    let mut sizes = reads.iter().cycle();
+    while !rest.is_empty() {
+        if buf.capacity() == buf.len() {
+            buf.reserve(READ_RESERVE);
+        }
+        let room = buf.capacity() - buf.len();
+        let n = sizes
+            .next()
+            .copied()
+            .unwrap_or(1)
+            .clamp(1, room)
+            .min(rest.len());
+        buf.extend_from_slice(&rest[..n]);
+        rest = &rest[n..];
+        while let Some(frame) = decode(&mut buf).expect("a valid stream") {
+            kept.push(frame);
+        }
+    }
+    assert!(buf.is_empty(), "{} bytes left over", buf.len());
 }
