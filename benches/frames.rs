@@ -33,7 +33,8 @@
 //!   transport read makes and each codec's buffer-reservation policy.
 //! - `decode-buffered_tiny`: the whole stream is already in the buffer
 //!   (copied outside the timed region): prefix parsing and splitting only.
-//! - `encode_<workload>`: every frame appended to a reused, pre-sized buffer.
+//! - `encode_<workload>`: every frame appended to a reused, pre-sized buffer;
+//!   `ldc_again` is LDC's loop a second time, a control for the ratios.
 //!
 //! Run with
 //! `cargo bench -p bijou-frame-benches --bench frames -- --warm-up-time 1 --measurement-time 3`.
@@ -356,6 +357,9 @@ fn frame_throughput(c: &mut Criterion) {
         bench_encode_peer(&mut group, "leb128", ours(Leb128), frames);
         bench_encode_peer(&mut group, "u32be", ours(U32Be), frames);
         bench_encode_peer(&mut group, "ldc", ldc(), frames);
+        // The control: LDC's loop a second time, so a ratio to LDC can be
+        // told apart from where a loop happens to land.
+        bench_encode_peer(&mut group, "ldc_again", ldc(), frames);
         bench_encode_peer(&mut group, "uvi", Uvi::default(), frames);
         group.finish();
     }

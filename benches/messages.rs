@@ -27,7 +27,8 @@
 //!   `subduction_core`'s `encode` of the same message to a `Vec`, that
 //!   loop again as a control (`subduction_core_again`: a ratio within the
 //!   two copies' spread cannot be told apart from 1.0), and `wire_len`,
-//!   ours's length pass alone.
+//!   our length pass alone; `messages_encode/batch<n>` the same for the
+//!   batch responses above (throughput `n` commits).
 //! - `messages_verify/<size>`:
 //!   - `pipeline`: `MessageCodec::decode` + `BlobMessage::verify` (strict
 //!     signature, scope binding, blob size and BLAKE3 digest);
@@ -136,6 +137,36 @@ fn batch_decode(c: &mut Criterion) {
     group.finish();
 }
 
+/// Encoding the same batch responses: ours into a reused frame buffer, the
+/// peer's to a `Vec`, the peer's loop again as a control.
+fn batch_encode(c: &mut Criterion) {
+    let mut group = c.benchmark_group("messages_encode");
+    for commits in [16u32, 256] {
+        let bytes = frame(&batch_response(SedimentreeId::new([0x42; 32]), commits));
+        let name = format!("batch{commits}");
+        let msg = Message::decode(bytes.clone()).unwrap();
+        let theirs = theirs::SyncMessage::try_decode(&bytes).unwrap();
+        assert_eq!(theirs.encode(), bytes.to_vec(), "the same bytes both ways");
+        let mut codec = MessageCodec::new();
+        let mut dst = BytesMut::with_capacity(2 * bytes.len() + 1024);
+        group.throughput(Throughput::Elements(commits.into()));
+        group.bench_function(BenchmarkId::from_parameter(&name), |b| {
+            b.iter(|| {
+                dst.clear();
+                codec.encode(black_box(&msg), &mut dst).unwrap();
+                black_box(dst.len())
+            })
+        });
+        group.bench_function(BenchmarkId::new("subduction_core", &name), |b| {
+            b.iter(|| black_box(black_box(&theirs).encode().len()))
+        });
+        group.bench_function(BenchmarkId::new("subduction_core_again", &name), |b| {
+            b.iter(|| black_box(black_box(&theirs).encode().len()))
+        });
+    }
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     for (name, len) in [("1KiB", 1024), ("64KiB", 64 * 1024)] {
         let fx = fixture(len);
@@ -220,6 +251,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = benches, batch_decode
+    targets = benches, batch_decode, batch_encode
 }
 criterion_main!(message_benches);
