@@ -163,6 +163,9 @@ fn batch_encode(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("subduction_core_again", &name), |b| {
             b.iter(|| black_box(black_box(&theirs).encode().len()))
         });
+        group.bench_function(BenchmarkId::new("wire_len", &name), |b| {
+            b.iter(|| black_box(black_box(&msg).wire_len().unwrap()))
+        });
     }
     group.finish();
 }
