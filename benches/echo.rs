@@ -49,7 +49,7 @@ use bijou_frame::net::message::{
 };
 use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::net::Connection;
+use bijou_frame::net::{Connection, VerifyBudget};
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;
@@ -113,8 +113,15 @@ enum Carrier {
 
 type Halves<T> = (ConnectionSender<T>, ConnectionReceiver<T>);
 
+/// The verification budget of both ends: far above what two threads can
+/// verify, so the echo measures the crypto, framing and I/O, not the
+/// default per-connection budget (8,192 verifications a second, one every
+/// 122 us, which every transport's echo met exactly before).
+const ECHO_BUDGET: VerifyBudget = VerifyBudget::new(1 << 30, 1 << 30);
+
 /// B's side of an accepted TCP stream: echoes every verified message.
-async fn serve_echo<T: Transport + Send + 'static>(conn: Connection<T>) {
+async fn serve_echo<T: Transport + Send + 'static>(mut conn: Connection<T>) {
+    conn.set_verify_budget(ECHO_BUDGET);
     let (mut tx, mut rx) = conn.split();
     let (queue, mut frames) = tokio::sync::mpsc::channel::<Bytes>(1024);
     tokio::spawn(async move {
@@ -198,9 +205,11 @@ async fn connect_framed<P: LengthPrefix>(
 ) -> Connection<FramedTransport<TcpStream, P>> {
     let client_key = SigningKey::from_bytes(&[0xA1; 32]);
     let t = FramedTransport::new(tcp(addr).await, prefix);
-    Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+    let mut conn = Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
         .await
-        .expect("handshake")
+        .expect("handshake");
+    conn.set_verify_budget(ECHO_BUDGET);
+    conn
 }
 
 /// A's connection over WebSocket.
@@ -213,9 +222,11 @@ async fn connect_ws(
     let t = websocket::client(tcp(addr).await, url.as_str())
         .await
         .expect("upgrade");
-    Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+    let mut conn = Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
         .await
-        .expect("handshake")
+        .expect("handshake");
+    conn.set_verify_budget(ECHO_BUDGET);
+    conn
 }
 
 /// `iters` round trips, pipelined: A signs and sends while it reads,
@@ -413,9 +424,11 @@ mod over_iroh {
     ) -> Connection<IrohTransport> {
         let client_key = SigningKey::from_bytes(&[0xA1; 32]);
         let t = quic::connect(ep, addr).await.expect("connect");
-        Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+        let mut conn = Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
             .await
-            .expect("handshake")
+            .expect("handshake");
+        conn.set_verify_budget(ECHO_BUDGET);
+        conn
     }
 
     /// One signed commit sent on `conn` and its echo received and verified.
