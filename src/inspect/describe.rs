@@ -66,7 +66,7 @@ fn keyhive(m: &SukMessage, out: &mut impl Write) -> io::Result<bool> {
             KeyhiveMessage::SyncResponse {
                 requested, found, ..
             } => format!(
-                "{} requested hashes, {} events",
+                "{} requested hash(es), {} event(s)",
                 requested.len(),
                 found.len()
             ),

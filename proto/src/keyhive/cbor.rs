@@ -14,6 +14,8 @@
 
 use core::convert::Infallible;
 
+use bijou_codec::Writer;
+use bytes::BufMut;
 use minicbor::Decoder;
 
 use super::error::KeyhiveError;
@@ -327,6 +329,40 @@ pub(crate) fn write_cbor(
         bits: 64,
     })?;
     Ok(w.into_writer())
+}
+
+/// A [`minicbor::encode::Write`] that only counts: the length of what a
+/// write function would write, with nothing allocated.
+pub(crate) struct Count(usize);
+
+impl minicbor::encode::Write for Count {
+    type Error = Infallible;
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), Infallible> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(())
+    }
+}
+
+/// The number of bytes `f` writes.
+pub(crate) fn cbor_len(f: impl FnOnce(&mut minicbor::Encoder<Count>) -> WriteResult) -> usize {
+    let mut w = minicbor::Encoder::new(Count(0));
+    // Counting cannot fail.
+    let _ = f(&mut w);
+    w.into_writer().0
+}
+
+/// A [`minicbor::encode::Write`] into the codec's [`Writer`]: CBOR written
+/// in place, behind the fields before it, with no buffer of its own.
+pub(crate) struct ToWriter<'w, 'a, B: ?Sized>(pub(crate) &'w mut Writer<'a, B>);
+
+impl<B: BufMut + ?Sized> minicbor::encode::Write for ToWriter<'_, '_, B> {
+    type Error = Infallible;
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), Infallible> {
+        self.0.bytes(buf);
+        Ok(())
+    }
 }
 
 /// A [`minicbor::encode::Write`] that writes nothing: it compares what it

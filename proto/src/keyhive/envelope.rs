@@ -25,14 +25,14 @@
 //! ingests the card). A sync client never reads the server's card, so it
 //! is kept as received, not interpreted.
 
-use bijou_codec::{Reader, Wire, WriteError, Writer};
+use bijou_codec::{count, Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 
 use minicbor::encode::Write;
 use minicbor::Encoder;
 
-use super::cbor::{cbor_difference, write_cbor, CborReader, WriteResult};
+use super::cbor::{cbor_difference, cbor_len, CborReader, ToWriter, WriteResult};
 use super::error::KeyhiveError;
 use super::signed::SignedKeyhive;
 
@@ -77,12 +77,18 @@ pub struct SukMessage {
 }
 
 impl SukMessage {
-    /// The CBOR before the signed envelope's bytes: the map, the card and
-    /// the `signed` key and byte-string head.
-    fn cbor_prefix(&self) -> Result<Vec<u8>, KeyhiveError> {
-        write_cbor(|w| self.write_cbor_prefix(w))
+    /// The message's length: header, the CBOR before the signed
+    /// envelope's bytes, and those bytes (not checked against `TotalSize`'s
+    /// 32 bits: [`Wire::wire_len`] does that).
+    fn total_len(&self) -> usize {
+        let prefix = cbor_len(|w| self.write_cbor_prefix(w));
+        HEADER_LEN
+            .saturating_add(prefix)
+            .saturating_add(self.signed.wire_len())
     }
 
+    /// The CBOR before the signed envelope's bytes: the map, the card and
+    /// the `signed` key and byte-string head.
     fn write_cbor_prefix<W: Write<Error = core::convert::Infallible>>(
         &self,
         w: &mut Encoder<W>,
@@ -106,19 +112,12 @@ impl SukMessage {
     ///
     /// [`KeyhiveError::Overflow`] if the message would exceed 4 GiB.
     pub fn to_bytes(&self) -> Result<Bytes, KeyhiveError> {
-        let prefix = self.cbor_prefix()?;
-        let total = HEADER_LEN + prefix.len() + self.signed.wire_len();
-        let declared = u32::try_from(total).map_err(|_| KeyhiveError::Overflow {
+        // Encoding into memory fails only on `TotalSize`'s 32 bits.
+        self.encode().map_err(|_| KeyhiveError::Overflow {
             field: "SUK TotalSize",
-            len: total,
+            len: self.total_len(),
             bits: 32,
-        })?;
-        let mut out = BytesMut::with_capacity(total);
-        out.put_slice(&KEYHIVE_SCHEMA);
-        out.put_u32(declared);
-        out.put_slice(&prefix);
-        self.signed.write_to(&mut out);
-        Ok(out.freeze())
+        })
     }
 
     /// Decodes one whole `SUK\0` message.
@@ -179,21 +178,17 @@ impl Wire for SukMessage {
     type Error = KeyhiveError;
 
     fn wire_len(&self) -> Result<usize, WriteError> {
-        let prefix = self.cbor_prefix().map_err(|_| WriteError::CountTooLarge {
-            field: "SUK CBOR",
-            len: 0,
-            max: 0,
-        })?;
-        Ok(HEADER_LEN + prefix.len() + self.signed.wire_len())
+        let total = self.total_len();
+        count::u32("SUK TotalSize", total)?;
+        Ok(total)
     }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
-        let bytes = self.to_bytes().map_err(|_| WriteError::CountTooLarge {
-            field: "SUK TotalSize",
-            len: self.signed.wire_len(),
-            max: u64::from(u32::MAX),
-        })?;
-        w.bytes(&bytes);
+        w.bytes(&KEYHIVE_SCHEMA);
+        w.count_u32("SUK TotalSize", self.total_len())?;
+        // Writing into the codec's writer cannot fail.
+        let _ = self.write_cbor_prefix(&mut Encoder::new(ToWriter(&mut *w)));
+        self.signed.write_to(w);
         Ok(())
     }
 

@@ -15,10 +15,10 @@
 //! handshake authenticated, and the message's `sender_id` must be the
 //! issuer.
 
-use bijou_codec::Reader;
+use bijou_codec::{Reader, Writer};
 use bijou_signing::ed25519_dalek::Signature;
 use bijou_signing::{strict, Identity, PeerId};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 
 use super::error::KeyhiveError;
 use super::message::KeyhiveMessage;
@@ -77,12 +77,12 @@ impl SignedKeyhive {
     }
 
     /// Writes the envelope's binary form.
-    pub fn write_to(&self, out: &mut BytesMut) {
-        out.put_u64_le(self.payload.len() as u64);
-        out.put_slice(&self.payload);
-        out.put_u64_le(32);
-        out.put_slice(self.issuer.as_bytes());
-        out.put_slice(&self.signature);
+    pub fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) {
+        w.bytes(&(self.payload.len() as u64).to_le_bytes());
+        w.bytes(&self.payload);
+        w.bytes(&32u64.to_le_bytes());
+        w.bytes(self.issuer.as_bytes());
+        w.bytes(&self.signature);
     }
 
     /// Reads the envelope from `r` (all of it: trailing bytes are an
