@@ -51,6 +51,7 @@ use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::net::{Connection, VerifyBudget};
 use bijou_frame::prelude::Wire;
+use bijou_frame::proto::time::Now;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -357,10 +358,18 @@ fn echo(c: &mut Criterion) {
         b.iter(|| {
             nonce += 1;
             let to = Audience::Known(server_key.peer_id());
-            let initiator = Initiator::new(&client_key, to, 1_700_000_000, nonce.to_be_bytes())
-                .expect("challenge");
-            let answer =
-                responder.answer(&server_key, initiator.challenge().clone(), 1_700_000_000);
+            let initiator = Initiator::new(
+                &client_key,
+                to,
+                Now::from_secs(1_700_000_000),
+                nonce.to_be_bytes(),
+            )
+            .expect("challenge");
+            let answer = responder.answer(
+                &server_key,
+                initiator.challenge().clone(),
+                Now::from_secs(1_700_000_000),
+            );
             black_box(answer.outcome.expect("accepted"));
             black_box(
                 initiator

@@ -17,6 +17,8 @@
 //! Ratios: divide the medians in
 //! `target/criterion/ephemeral/<function>/<size>/new/estimates.json`.
 
+use bijou_frame::proto::rng::SeededRng;
+use bijou_frame::proto::time::Now;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -44,7 +46,7 @@ fn decode_verify(bytes: &Bytes) -> bool {
 fn decode_checks_verify(session: &EphemeralSession, bytes: &Bytes) -> bool {
     match Message::decode(bytes.clone()) {
         Ok(Message::Ephemeral(EphemeralMessage::Ephemeral(signed))) => {
-            session.precheck(&signed, NOW).is_ok() && signed.verify_strict().is_ok()
+            session.precheck(&signed, Now::from_secs(NOW)).is_ok() && signed.verify_strict().is_ok()
         }
         _ => false,
     }
@@ -75,7 +77,8 @@ fn theirs(bytes: &[u8]) -> bool {
 fn receive(c: &mut Criterion) {
     let key = SigningKey::from_bytes(&[7; 32]);
     let topic = Topic::new([3; 32]);
-    let mut session = EphemeralSession::new(EphemeralConfig::default());
+    let mut session =
+        EphemeralSession::new(EphemeralConfig::default(), SeededRng::from_seed([6; 32]));
     session.subscribe(&Topics::one(topic));
 
     let mut group = c.benchmark_group("ephemeral");

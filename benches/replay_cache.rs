@@ -424,7 +424,11 @@ fn threads(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(6));
     let drift = Duration::from_secs(DRIFT);
     let sharded = loaded(NonceCache::new(drift, DEFAULT_NONCE_CAPACITY));
-    let one_lock = loaded(NonceCache::unsharded(drift, DEFAULT_NONCE_CAPACITY));
+    let one_lock = loaded(NonceCache::unsharded(
+        drift,
+        DEFAULT_NONCE_CAPACITY,
+        [5; 16],
+    ));
     let (mut next, mut next_one_lock) = (1, 1);
     interleaved_scaling(&sharded, &one_lock, &mut next, &mut next_one_lock);
     // One flood (one clock) through each cache, whichever the number of

@@ -37,6 +37,7 @@ use bijou_frame::net::message::{
 use bijou_frame::net::prefix::Bijou64;
 use bijou_frame::net::transport::{FramedTransport, LengthChecked};
 use bijou_frame::net::{Connection, VerifyBudget};
+use bijou_frame::proto::time::Now;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use bijou_test_support::echo;
 use bijou_test_support::messages::{batch_response, frame};
@@ -77,10 +78,18 @@ fn channel_connection(
         SigningKey::from_bytes(&[2; 32]),
     );
     let now = 1_800_000_000;
-    let initiator =
-        Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16]).expect("challenge");
-    let answer =
-        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    let initiator = Initiator::new(
+        &alice,
+        Audience::Known(bob.peer_id()),
+        Now::from_secs(now),
+        [7; 16],
+    )
+    .expect("challenge");
+    let answer = Responder::new(HandshakeConfig::default()).answer(
+        &bob,
+        initiator.challenge().clone(),
+        Now::from_secs(now),
+    );
     let at_bob = answer.outcome.expect("accepted");
     let (tx, rx) = futures::channel::mpsc::unbounded();
     let mut conn = Connection::established(
@@ -390,10 +399,15 @@ fn challenges(n: usize, server: PeerId) -> Vec<Bytes> {
             let key = SigningKey::from_bytes(&seed);
             let mut nonce = [0u8; 16];
             nonce[..8].copy_from_slice(&(i as u64).to_be_bytes());
-            Initiator::new(&key, Audience::Known(server), 1_800_000_000, nonce)
-                .expect("challenge")
-                .challenge()
-                .clone()
+            Initiator::new(
+                &key,
+                Audience::Known(server),
+                Now::from_secs(1_800_000_000),
+                nonce,
+            )
+            .expect("challenge")
+            .challenge()
+            .clone()
         })
         .collect()
 }
@@ -416,8 +430,11 @@ fn handshakes(c: &mut Criterion) {
                             let (responder, server) = (&responder, &server);
                             scope.spawn(move || {
                                 for challenge in part {
-                                    let answer =
-                                        responder.answer(server, challenge.clone(), 1_800_000_000);
+                                    let answer = responder.answer(
+                                        server,
+                                        challenge.clone(),
+                                        Now::from_secs(1_800_000_000),
+                                    );
                                     assert!(answer.outcome.is_ok());
                                 }
                             });

@@ -16,7 +16,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A deadline being waited for; see the [module docs](self).
 #[derive(Debug)]
@@ -30,12 +30,13 @@ pub(crate) enum BudgetTimer {
 }
 
 impl BudgetTimer {
-    /// A timer for `at`, on tokio's clock inside a runtime.
-    pub(crate) fn until(at: Instant) -> Self {
+    /// A timer that fires `wait` from now, on tokio's clock inside a
+    /// runtime.
+    pub(crate) fn after(wait: Duration) -> Self {
         if tokio::runtime::Handle::try_current().is_ok() {
-            let at = tokio::time::Instant::from_std(at);
-            Self::Tokio(Box::pin(tokio::time::sleep_until(at)))
+            Self::Tokio(Box::pin(tokio::time::sleep(wait)))
         } else {
+            let at = Instant::now() + wait;
             Self::Thread { at, waker: None }
         }
     }

@@ -82,7 +82,7 @@ use std::time::{Duration, Instant};
 use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
 use bijou_proto::handshake::{Authenticated, HandshakeConfig, Responder};
 use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
-use bijou_proto::session::{Session, Work};
+use bijou_proto::session::{Session, SessionConfig, Work};
 use bijou_proto::time::Clock;
 use bijou_proto::VerifyBudget;
 use bijou_signing::{Identity, PeerId};
@@ -165,7 +165,7 @@ impl<T: Transport> Connection<T> {
     pub fn established(transport: T, local: PeerId, remote: Authenticated) -> Self {
         Self {
             transport,
-            session: Session::new(local, remote),
+            session: Session::new(local, remote, SessionConfig::new(rand::random())),
             clock: Clock::system(),
             wait: None,
             ended: false,
@@ -387,9 +387,11 @@ impl<T: Transport> Connection<T> {
         self.session.set_verify_step(items);
     }
 
-    /// The ephemeral state: our subscriptions, the peer's, the limits.
+    /// The ephemeral state: our subscriptions, the peer's, the limits
+    /// (`None` until the connection carried ephemeral messaging or its
+    /// limits were set).
     #[must_use]
-    pub fn ephemeral(&self) -> &EphemeralSession {
+    pub fn ephemeral(&self) -> Option<&EphemeralSession> {
         self.session.ephemeral()
     }
 
@@ -472,7 +474,7 @@ impl<T: Transport> Connection<T> {
     /// The message [`Connection::publish`] sends: signed, stamped with the
     /// connection's clock.
     fn seal<S: Identity + ?Sized>(
-        &self,
+        &mut self,
         signer: &S,
         topic: Topic,
         payload: impl Into<Bytes>,
@@ -526,7 +528,8 @@ impl<T: Transport> Connection<T> {
                         continue;
                     }
                     Work::Wait(at) => {
-                        self.wait = Some(BudgetTimer::until(at));
+                        let wait = at.saturating_duration_since(self.clock.monotonic());
+                        self.wait = Some(BudgetTimer::after(wait));
                         continue;
                     }
                 }
@@ -644,8 +647,9 @@ impl<T: Transport> ConnectionSender<T> {
         lock(&self.shared).remote_peer()
     }
 
-    /// Reads the ephemeral state (shared with the receiving half).
-    pub fn with_ephemeral<R>(&self, f: impl FnOnce(&EphemeralSession) -> R) -> R {
+    /// Reads the ephemeral state (shared with the receiving half; `None` as
+    /// in [`Connection::ephemeral`]).
+    pub fn with_ephemeral<R>(&self, f: impl FnOnce(Option<&EphemeralSession>) -> R) -> R {
         f(lock(&self.shared).ephemeral())
     }
 
@@ -825,8 +829,9 @@ impl<T: Transport> ConnectionReceiver<T> {
         lock(&self.shared).remote_peer()
     }
 
-    /// Reads the ephemeral state (shared with the sending half).
-    pub fn with_ephemeral<R>(&self, f: impl FnOnce(&EphemeralSession) -> R) -> R {
+    /// Reads the ephemeral state (shared with the sending half; `None` as
+    /// in [`Connection::ephemeral`]).
+    pub fn with_ephemeral<R>(&self, f: impl FnOnce(Option<&EphemeralSession>) -> R) -> R {
         f(lock(&self.shared).ephemeral())
     }
 

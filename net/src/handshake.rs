@@ -197,7 +197,7 @@ where
     S: Identity + ?Sized,
 {
     transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
-    let initiator = Initiator::new(signer, audience, config.clock.unix_secs(), rand::random())?;
+    let initiator = Initiator::new(signer, audience, config.clock.now(), rand::random())?;
     let authenticated = bounded(config.timeout, async {
         transport.send(initiator.challenge().clone()).await?;
         let reply = match next_message(transport, "response").await {
@@ -249,7 +249,7 @@ where
             Ok(challenge) => challenge,
             Err(e) => return Err(other_framing(&*transport, None, e)),
         };
-        let answer = responder.answer(signer, challenge.clone(), config.clock.unix_secs());
+        let answer = responder.answer(signer, challenge.clone(), config.clock.now());
         if let Some(reply) = answer.reply {
             transport.send(reply).await?;
         }

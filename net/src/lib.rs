@@ -47,7 +47,7 @@ pub mod transport;
 pub use bijou_framing::{
     frame_codec, prefix, Builder, FrameCodec, FrameError, DEFAULT_MAX_FRAME_LENGTH,
 };
-pub use bijou_proto::{ephemeral, message, nonce_cache, session, time, verify_budget};
+pub use bijou_proto::{ephemeral, message, nonce_cache, rng, session, time, verify_budget};
 
 pub use bijou_codec::Wire;
 pub use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Responder};

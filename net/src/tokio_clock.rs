@@ -2,9 +2,7 @@
 //! a runtime with paused or advanced time (`tokio::time::pause`, tests
 //! with `start_paused`) drives a connection's budget waits.
 
-use std::time::Instant;
-
-use bijou_proto::time::{Clock, SystemClock, TimeProvider};
+use bijou_proto::time::{Clock, SystemClock, TimeProvider, Timestamp};
 
 /// Wall time from the system (or fixed), monotonic time from tokio's clock.
 /// Outside a paused runtime, tokio's clock is the system's.
@@ -17,20 +15,30 @@ use bijou_proto::time::{Clock, SystemClock, TimeProvider};
 /// let clock = TokioClock::fixed(1_700_000_000);
 /// let before = clock.now();
 /// tokio::time::advance(std::time::Duration::from_secs(5)).await;
-/// assert_eq!(clock.now().instant - before.instant, std::time::Duration::from_secs(5));
+/// assert_eq!(
+///     clock.now().monotonic.saturating_duration_since(before.monotonic),
+///     std::time::Duration::from_secs(5)
+/// );
 /// assert_eq!(clock.now().unix_secs, 1_700_000_000);
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct TokioClock {
     fixed_wall: Option<u64>,
+    /// Where its monotonic readings count from: tokio's clock when it was
+    /// made (a paused runtime's clock starts anew, so no process-wide
+    /// origin would do).
+    origin: tokio::time::Instant,
 }
 
 impl TokioClock {
     /// The system's wall time, tokio's monotonic time.
     #[must_use]
     pub fn system() -> Clock {
-        Clock::new(Self::default())
+        Clock::new(Self {
+            fixed_wall: None,
+            origin: tokio::time::Instant::now(),
+        })
     }
 
     /// Wall time always `unix_secs`, tokio's monotonic time.
@@ -38,6 +46,7 @@ impl TokioClock {
     pub fn fixed(unix_secs: u64) -> Clock {
         Clock::new(Self {
             fixed_wall: Some(unix_secs),
+            origin: tokio::time::Instant::now(),
         })
     }
 }
@@ -47,7 +56,8 @@ impl TimeProvider for TokioClock {
         self.fixed_wall.unwrap_or_else(|| SystemClock.unix_secs())
     }
 
-    fn instant(&self) -> Instant {
-        tokio::time::Instant::now().into_std()
+    fn monotonic(&self) -> Timestamp {
+        let since = tokio::time::Instant::now().saturating_duration_since(self.origin);
+        Timestamp::from_nanos(u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
     }
 }

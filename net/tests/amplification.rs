@@ -10,6 +10,7 @@ use bijou_net::message::{
     Audience, BatchSyncResponse, CommitId, LooseCommit, Message, MessageError, RemoteHeads,
     SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
+use bijou_net::time::Now;
 use bijou_net::transport::FramedTransport;
 use bijou_net::{prefix::Bijou64, Connection, Rejected, TokioClock, VerifyBudget};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
@@ -215,9 +216,15 @@ fn the_budget_waits_without_a_tokio_runtime() {
         SigningKey::from_bytes(&[1; 32]),
         SigningKey::from_bytes(&[2; 32]),
     );
-    let initiator =
-        Initiator::new(&alice, Audience::Known(bob.peer_id()), NOW, [3; 16]).expect("challenge");
-    let answer = Responder::new(config()).answer(&bob, initiator.challenge().clone(), NOW);
+    let initiator = Initiator::new(
+        &alice,
+        Audience::Known(bob.peer_id()),
+        Now::from_secs(NOW),
+        [3; 16],
+    )
+    .expect("challenge");
+    let answer =
+        Responder::new(config()).answer(&bob, initiator.challenge().clone(), Now::from_secs(NOW));
     let (tx, rx) = futures::channel::mpsc::unbounded::<Result<bytes::Bytes, std::io::Error>>();
     let mut conn = Connection::established(
         LengthChecked::new(rx, futures::sink::drain()),

@@ -124,7 +124,10 @@ async fn every_bad_input_is_a_typed_error_and_the_connection_stays_up() {
         panic!("a sees the Subscribe");
     };
     assert_eq!(outcome.accepted, vec![topic]);
-    assert!(a.ephemeral().remote_is_subscribed(&topic));
+    assert!(a
+        .ephemeral()
+        .expect("ephemeral state")
+        .remote_is_subscribed(&topic));
 
     let max = 64 * 1024;
     let cases: Vec<(&str, Bytes, Expect)> = vec![
@@ -359,12 +362,16 @@ async fn a_nonce_is_recorded_only_after_verification() {
             Err(Rejected::Ephemeral(EphemeralRejected::Signature(_)))
         ));
     }
-    assert_eq!(b.ephemeral().dedup_len(), 0, "nothing recorded");
+    assert_eq!(
+        b.ephemeral().expect("ephemeral state").dedup_len(),
+        0,
+        "nothing recorded"
+    );
     assert!(matches!(
         send_raw(&mut a, &mut b, honest.clone()).await,
         Ok(Delivered::Ephemeral(_))
     ));
-    assert_eq!(b.ephemeral().dedup_len(), 1);
+    assert_eq!(b.ephemeral().expect("ephemeral state").dedup_len(), 1);
     assert!(matches!(
         send_raw(&mut a, &mut b, honest).await,
         Err(Rejected::Ephemeral(EphemeralRejected::Duplicate {
@@ -397,7 +404,13 @@ async fn subscriptions_both_ways_and_the_remote_topic_cap() {
         outcome.rejected.expect("over the cap").as_slice(),
         &topics[1024..]
     );
-    assert_eq!(a.ephemeral().remote_subscriptions().count(), 1024);
+    assert_eq!(
+        a.ephemeral()
+            .expect("ephemeral state")
+            .remote_subscriptions()
+            .count(),
+        1024
+    );
     // The refused part, answered: b learns which topics a will not send.
     a.send(Message::Ephemeral(EphemeralMessage::SubscribeRejected(
         Topics::new(topics[1024..].to_vec()).expect("topics"),
@@ -416,9 +429,21 @@ async fn subscriptions_both_ways_and_the_remote_topic_cap() {
         next(&mut a).await.result,
         Ok(Delivered::Unsubscribed(t)) if t.len() == 10
     ));
-    assert_eq!(a.ephemeral().remote_subscriptions().count(), 1014);
-    assert!(!b.ephemeral().is_subscribed(&topics[0]));
-    assert!(b.ephemeral().is_subscribed(&topics[10]));
+    assert_eq!(
+        a.ephemeral()
+            .expect("ephemeral state")
+            .remote_subscriptions()
+            .count(),
+        1014
+    );
+    assert!(!b
+        .ephemeral()
+        .expect("ephemeral state")
+        .is_subscribed(&topics[0]));
+    assert!(b
+        .ephemeral()
+        .expect("ephemeral state")
+        .is_subscribed(&topics[10]));
 
     // Too large to publish: an error, and nothing is sent.
     let err = a

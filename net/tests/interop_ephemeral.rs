@@ -505,7 +505,10 @@ async fn their_node_subscribes_us_in_its_own_order_and_publishes() {
             panic!("expected a Subscribe: {:?}", received.result);
         };
         assert_eq!(outcome.accepted, vec![high, low]);
-        assert!(ours.ephemeral().remote_is_subscribed(&low));
+        assert!(ours
+            .ephemeral()
+            .expect("ephemeral state")
+            .remote_is_subscribed(&low));
 
         // The node publishes on a topic we subscribed to.
         ours.subscribe(Topics::one(low)).await.expect("subscribe");

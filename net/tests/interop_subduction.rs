@@ -19,6 +19,7 @@ use bijou_net::message::{
     LooseCommit, Message, RejectionReason, RemoteHeads, SedimentreeId, SignedItem, SyncMessage,
     SyncResult,
 };
+use bijou_net::time::Now;
 use bijou_net::transport::{websocket, Transport};
 use bijou_net::{Connection, VerifiedMessage, Wire};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
@@ -497,10 +498,12 @@ async fn their_server_refuses_our_bad_challenges_for_every_reason() {
         // Replayed challenge: the same signed bytes twice (the sans-IO
         // initiator with a fixed nonce; Ed25519 is deterministic).
         let t = now();
-        let first = Initiator::new(&me, Audience::Known(server_id), t, [5; 16]).expect("sign");
+        let first = Initiator::new(&me, Audience::Known(server_id), Now::from_secs(t), [5; 16])
+            .expect("sign");
         let reply = raw_exchange(addr, first.challenge().clone()).await;
         first.receive(reply).expect("the first one is accepted");
-        let again = Initiator::new(&me, Audience::Known(server_id), t, [5; 16]).expect("sign");
+        let again = Initiator::new(&me, Audience::Known(server_id), Now::from_secs(t), [5; 16])
+            .expect("sign");
         let reply = raw_exchange(addr, again.challenge().clone()).await;
         match again.receive(reply) {
             Err(HandshakeError::Rejected { reason, .. }) => {
@@ -510,8 +513,13 @@ async fn their_server_refuses_our_bad_challenges_for_every_reason() {
         }
 
         // Bad signature: the challenge with one signature bit flipped.
-        let challenge =
-            Initiator::new(&me, Audience::Known(server_id), now(), rand::random()).expect("sign");
+        let challenge = Initiator::new(
+            &me,
+            Audience::Known(server_id),
+            Now::from_secs(now()),
+            rand::random(),
+        )
+        .expect("sign");
         let reply = raw_exchange(addr, flip_last_byte(challenge.challenge())).await;
         assert_eq!(rejection_reason(reply), RejectionReason::InvalidSignature);
     })

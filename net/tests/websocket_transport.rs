@@ -25,6 +25,7 @@ use bijou_net::message::{
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, VerifiedItem, VerifyItemError,
 };
+use bijou_net::time::Now;
 use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
 use bijou_net::transport::{Transport, TransportError};
 use bijou_net::{Connection, Received, SendError};
@@ -151,7 +152,7 @@ async fn authenticated_raw() -> (Raw, Conn) {
     let initiator = Initiator::new(
         &key(CLIENT),
         Audience::Known(key(SERVER).peer_id()),
-        NOW,
+        Now::from_secs(NOW),
         [7; 16],
     )
     .expect("challenge");

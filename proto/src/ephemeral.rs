@@ -52,10 +52,12 @@
 //! ```
 //! use bijou_frame::proto::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSession};
 //! use bijou_frame::proto::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
+//! use bijou_frame::proto::rng::SeededRng;
+//! use bijou_frame::proto::time::Now;
 //! use bijou_frame::signing::ed25519_dalek::SigningKey;
 //!
-//! let now = 1_700_000_000; // unix seconds: the caller reads its clock
-//! let mut session = EphemeralSession::new(EphemeralConfig::default());
+//! let now = Now::from_secs(1_700_000_000); // the caller reads its clock
+//! let mut session = EphemeralSession::new(EphemeralConfig::default(), SeededRng::from_seed([3; 32]));
 //! let topic = Topic::new([7; 32]);
 //! session.subscribe(&Topics::one(topic));
 //!
@@ -68,13 +70,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::BTreeSet;
-use std::time::Duration;
+use alloc::vec::Vec;
+
+use alloc::collections::BTreeSet;
+use core::time::Duration;
 
 use bijou_signing::{Identity, PeerId, SealError, Verified, VerifyError};
 
 use crate::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
 use crate::nonce_cache::{NonceCache, NonceCheck};
+use crate::rng::SeededRng;
+use crate::time::Now;
 
 /// Largest ephemeral payload accepted or published by default: 64 KiB, as
 /// in Subduction.
@@ -100,7 +106,7 @@ pub const DEFAULT_MAX_REMOTE_TOPICS: usize = 1024;
 /// assert_eq!(config.max_payload, 64 * 1024);
 /// assert_eq!(config.max_age, Duration::from_secs(30));
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct EphemeralConfig {
     /// Largest payload accepted or published ([`MAX_EPHEMERAL_PAYLOAD`]).
@@ -230,25 +236,32 @@ pub struct EphemeralSession {
     /// Topics the peer subscribed to (bounded).
     remote: BTreeSet<Topic>,
     seen: NonceCache,
-}
-
-impl Default for EphemeralSession {
-    fn default() -> Self {
-        Self::new(EphemeralConfig::default())
-    }
+    /// Nonces of the messages we publish, and the window's hash keys.
+    rng: SeededRng,
+    /// The latest wall time recorded at: a clock set back is read as this,
+    /// so it cannot move the window back over forgotten nonces.
+    latest: u64,
 }
 
 impl EphemeralSession {
-    /// A session with no subscriptions.
+    /// A session with no subscriptions, drawing its nonces and its
+    /// deduplication window's hash key from `rng`.
     #[must_use]
-    pub fn new(config: EphemeralConfig) -> Self {
-        let seen = NonceCache::unsharded(config.max_age, config.dedup_capacity);
+    pub fn new(config: EphemeralConfig, mut rng: SeededRng) -> Self {
+        let seen = NonceCache::unsharded(config.max_age, config.dedup_capacity, rng.bytes());
         Self {
             config,
             local: BTreeSet::new(),
             remote: BTreeSet::new(),
             seen,
+            rng,
+            latest: 0,
         }
+    }
+
+    /// `now`'s wall time, or the latest recorded at if that is later.
+    fn wall(&self, now: Now) -> u64 {
+        now.unix_secs.max(self.latest)
     }
 
     /// Replaces the limits. Subscriptions both ways are kept
@@ -256,7 +269,7 @@ impl EphemeralSession {
     /// Subscribes); the deduplication window starts empty, sized for the
     /// new configuration.
     pub fn set_config(&mut self, config: EphemeralConfig) {
-        self.seen = NonceCache::unsharded(config.max_age, config.dedup_capacity);
+        self.seen = NonceCache::unsharded(config.max_age, config.dedup_capacity, self.rng.bytes());
         self.config = config;
     }
 
@@ -335,13 +348,14 @@ impl EphemeralSession {
     }
 
     /// The checks that cost no signature verification (steps 1 to 4 of
-    /// the [module docs](self)), at `now` (unix seconds). Remembers
-    /// nothing.
+    /// the [module docs](self)), at `now` (its wall time, never earlier
+    /// than the latest this session recorded at). Remembers nothing.
     ///
     /// # Errors
     ///
     /// The first check that fails.
-    pub fn precheck(&self, msg: &SignedEphemeral, now: u64) -> Result<(), EphemeralRejected> {
+    pub fn precheck(&self, msg: &SignedEphemeral, now: Now) -> Result<(), EphemeralRejected> {
+        let now = self.wall(now);
         let header = msg.header();
         let max = self.config.max_payload;
         if header.payload_len > max as u64 {
@@ -402,7 +416,7 @@ impl EphemeralSession {
         }
     }
 
-    /// Checks a message received at `now` (unix seconds) in the order of
+    /// Checks a message received at `now` in the order of
     /// the [module docs](self), verifies it, and remembers its nonce.
     ///
     /// # Errors
@@ -411,7 +425,7 @@ impl EphemeralSession {
     pub fn receive(
         &mut self,
         msg: &SignedEphemeral,
-        now: u64,
+        now: Now,
     ) -> Result<Verified<EphemeralPayload>, EphemeralRejected> {
         self.precheck(msg, now)?;
         self.verify_and_record(msg, now)
@@ -427,8 +441,10 @@ impl EphemeralSession {
     pub fn verify_and_record(
         &mut self,
         msg: &SignedEphemeral,
-        now: u64,
+        now: Now,
     ) -> Result<Verified<EphemeralPayload>, EphemeralRejected> {
+        let now = self.wall(now);
+        self.latest = now;
         let verified = msg.verify_strict().map_err(EphemeralRejected::Signature)?;
         let payload = verified.payload();
         let issuer = verified.peer_id();
@@ -442,18 +458,19 @@ impl EphemeralSession {
         Ok(verified)
     }
 
-    /// Builds a payload for `topic` stamped `now` (unix seconds) with a
-    /// random nonce.
+    /// Builds a payload for `topic` stamped `now` (its wall time) with a
+    /// nonce from the session's generator.
     ///
     /// # Errors
     ///
     /// [`PublishError::TooLarge`] above [`EphemeralConfig::max_payload`].
     pub fn payload(
-        &self,
+        &mut self,
         topic: Topic,
         payload: impl Into<bytes::Bytes>,
-        now: u64,
+        now: Now,
     ) -> Result<EphemeralPayload, PublishError> {
+        let now = self.wall(now);
         let payload = payload.into();
         let max = self.config.max_payload;
         if payload.len() > max {
@@ -462,7 +479,12 @@ impl EphemeralSession {
                 max,
             });
         }
-        Ok(EphemeralPayload::new(topic, rand::random(), now, payload))
+        Ok(EphemeralPayload::new(
+            topic,
+            self.rng.next_u64(),
+            now,
+            payload,
+        ))
     }
 
     /// Builds and signs a message for `topic` (see
@@ -472,11 +494,11 @@ impl EphemeralSession {
     ///
     /// [`PublishError::TooLarge`] or [`PublishError::Seal`].
     pub fn seal<S: Identity + ?Sized>(
-        &self,
+        &mut self,
         signer: &S,
         topic: Topic,
         payload: impl Into<bytes::Bytes>,
-        now: u64,
+        now: Now,
     ) -> Result<SignedEphemeral, PublishError> {
         let payload = self.payload(topic, payload, now)?;
         Ok(SignedEphemeral::seal(signer, &payload)?)

@@ -35,6 +35,9 @@
 //! [`Initiator`]: handshake::Initiator
 //! [`Responder`]: handshake::Responder
 //! [`Session`]: session::Session
+// `no_std` + `alloc` without the `std` feature (checked by CI's wasm32
+// build); tests and std builds keep std's prelude.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -42,11 +45,15 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+extern crate alloc;
+
 pub mod ephemeral;
 pub mod handshake;
 pub mod keyhive;
+mod lock;
 pub mod message;
 pub mod nonce_cache;
+pub mod rng;
 pub mod session;
 pub mod time;
 pub mod verify_budget;
@@ -54,6 +61,6 @@ pub mod verify_budget;
 pub use bijou_codec::Wire;
 pub use handshake::{Authenticated, HandshakeConfig, HandshakeError, Initiator, Responder};
 pub use message::{HandshakeMessage, Message, MessageError, MessageFrame, SyncMessage};
-pub use session::{Delivered, Received, Rejected, Session};
-pub use time::{Clock, Now, TimeProvider};
+pub use session::{Delivered, Received, Rejected, Session, SessionConfig};
+pub use time::{Clock, Now, TimeProvider, Timestamp};
 pub use verify_budget::VerifyBudget;

@@ -28,9 +28,10 @@
 //!
 //! # Bounded memory without lockout
 //!
-//! Each entry is a 64-bit SipHash of `(issuer, nonce)` under a key chosen at
-//! random when the cache is made (so nobody can aim for collisions or for a
-//! shard). A pair is a duplicate whatever timestamp it comes with. At most
+//! Each entry is a 64-bit SipHash of `(issuer, nonce)` under a secret key
+//! (from the OS with [`NonceCache::new`], from the driver's [`rng::SeededRng`](crate::rng) with
+//! [`NonceCache::keyed`]), so nobody can aim for collisions or for a
+//! shard. A pair is a duplicate whatever timestamp it comes with. At most
 //! [`NonceCache::capacity`] entries are held. Anyone can mint keys and sign
 //! valid challenges, so a flood can fill any capacity; refusing everything
 //! once full would lock honest peers out for up to `2 * max_drift`.
@@ -177,17 +178,23 @@
 //! assert_eq!(cache.len(), 2);
 //! ```
 
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, BinaryHeap};
+use alloc::vec;
+use alloc::vec::Vec;
 #[cfg(test)]
-use std::cell::Cell;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::fmt;
-use std::hash::Hasher;
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use core::cell::Cell;
+use core::cmp::Reverse;
+use core::fmt;
+use core::hash::Hasher;
+use core::time::Duration;
 
 use bijou_signing::PeerId;
 use siphasher::sip::SipHasher13;
+
+use crate::lock::Lock;
+#[cfg(feature = "std")]
+use crate::rng::SeededRng;
 
 /// Default number of nonces a cache holds: 2^21 (plus the shards'
 /// headroom, 2,146,304 in all; under 54 MiB).
@@ -237,7 +244,7 @@ pub struct NonceCache {
 /// One shard inline (no allocation while idle), or a power of two of
 /// them, each owning the hashes whose bits 32.. pick it.
 enum Shards {
-    One(Mutex<Shard>),
+    One(Lock<Shard>),
     Many(Box<[Padded]>),
 }
 
@@ -245,7 +252,7 @@ enum Shards {
 /// cores checking in different shards do not share a line.
 #[derive(Debug)]
 #[repr(align(128))]
-struct Padded(Mutex<Shard>);
+struct Padded(Lock<Shard>);
 
 impl NonceCache {
     /// Heap bytes per entry: a 4-byte table slot at a load of at least 3/8
@@ -277,32 +284,50 @@ impl NonceCache {
     /// to 32 shards with some headroom each (see the [module docs](self)
     /// and [`NonceCache::capacity`]). Its window check is the responder's
     /// drift check, so acceptance and retention use the one number.
+    ///
+    /// Its hash key comes from the operating system
+    /// ([`SeededRng::from_os`]); [`NonceCache::keyed`] takes one.
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn new(max_drift: Duration, capacity: usize) -> Self {
+        Self::keyed(max_drift, capacity, SeededRng::from_os().bytes())
+    }
+
+    /// [`NonceCache::new`] with the SipHash key chosen by the caller (drawn
+    /// from a [`SeededRng`], for a driver without std or a simulation). The
+    /// key must be secret: whoever knows it can aim collisions at the table.
+    #[must_use]
+    pub fn keyed(max_drift: Duration, capacity: usize, key: [u8; 16]) -> Self {
         let capacity = capacity.max(1);
         let wanted = (capacity / MIN_SHARD_CAPACITY).clamp(1, MAX_SHARDS);
         // The largest power of two not above `wanted`.
         let shards = 1 << (usize::BITS - 1 - wanted.leading_zeros());
-        Self::with_shards(max_drift, capacity, shards)
+        Self::with_shards(max_drift, capacity, shards, key)
     }
 
-    /// Like [`NonceCache::new`], in one shard holding exactly `capacity`
+    /// Like [`NonceCache::keyed`], in one shard holding exactly `capacity`
     /// nonces (at least 1, at most 2^24 - 1): for a cache used by one task
     /// at a time, such as a connection's.
     #[must_use]
-    pub fn unsharded(max_drift: Duration, capacity: usize) -> Self {
-        Self::with_shards(max_drift, capacity.max(1), 1)
+    pub fn unsharded(max_drift: Duration, capacity: usize, key: [u8; 16]) -> Self {
+        Self::with_shards(max_drift, capacity.max(1), 1, key)
     }
 
-    fn with_shards(max_drift: Duration, capacity: usize, shards: usize) -> Self {
+    fn with_shards(max_drift: Duration, capacity: usize, shards: usize, key: [u8; 16]) -> Self {
         let max_drift = max_drift.as_secs();
         let per_shard = capacity.div_ceil(shards);
         let headroom = if shards > 1 { 6 * per_shard.isqrt() } else { 0 };
         let per_shard = (per_shard + headroom).min(MAX_SHARD_ENTRIES);
-        let shard = || Mutex::new(Shard::new(max_drift, per_shard));
+        let shard = || Lock::new(Shard::new(max_drift, per_shard));
+        let (k0, k1) = key.split_at(8);
+        let word = |half: &[u8]| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(half);
+            u64::from_le_bytes(bytes)
+        };
         Self {
             max_drift,
-            key: (rand::random(), rand::random()),
+            key: (word(k0), word(k1)),
             shards: if shards > 1 {
                 Shards::Many((0..shards).map(|_| Padded(shard())).collect())
             } else {
@@ -326,7 +351,7 @@ impl NonceCache {
         }
     }
 
-    fn each_shard(&self) -> impl Iterator<Item = &Mutex<Shard>> {
+    fn each_shard(&self) -> impl Iterator<Item = &Lock<Shard>> {
         let (one, many) = match &self.shards {
             Shards::One(shard) => (Some(shard), &[][..]),
             Shards::Many(shards) => (None, &shards[..]),
@@ -422,7 +447,7 @@ impl NonceCache {
     /// bits (the home slot) and the top byte (the fingerprint), so within
     /// a shard those stay uniform. (The number of shards is a power of
     /// two, so this is never `None`.)
-    fn shard(&self, hash: u64) -> Option<&Mutex<Shard>> {
+    fn shard(&self, hash: u64) -> Option<&Lock<Shard>> {
         match &self.shards {
             Shards::One(shard) => Some(shard),
             Shards::Many(shards) => shards.get(self.shard_index(hash)).map(|padded| &padded.0),
@@ -453,11 +478,8 @@ impl NonceCache {
     }
 }
 
-/// A poisoned lock only means another thread panicked mid-check; a shard's
-/// invariants hold between its statements that can panic (none on input),
-/// so keep using it.
-fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
-    shard.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock(shard: &Lock<Shard>) -> impl core::ops::DerefMut<Target = Shard> + '_ {
+    shard.lock()
 }
 
 impl Clone for NonceCache {
@@ -467,11 +489,11 @@ impl Clone for NonceCache {
             max_drift: self.max_drift,
             key: self.key,
             shards: match &self.shards {
-                Shards::One(shard) => Shards::One(Mutex::new(lock(shard).clone())),
+                Shards::One(shard) => Shards::One(Lock::new(lock(shard).clone())),
                 Shards::Many(shards) => Shards::Many(
                     shards
                         .iter()
-                        .map(|padded| Padded(Mutex::new(lock(&padded.0).clone())))
+                        .map(|padded| Padded(Lock::new(lock(&padded.0).clone())))
                         .collect(),
                 ),
             },
@@ -511,7 +533,7 @@ struct Shard {
     /// First free slab entry.
     free: u32,
     /// Each timestamp second held -> its newest entry.
-    seconds: HashMap<u64, u32>,
+    seconds: BTreeMap<u64, u32>,
     /// The seconds held, oldest first.
     order: BinaryHeap<Reverse<u64>>,
     #[cfg(test)]
@@ -529,7 +551,7 @@ impl Shard {
             hashes: Vec::new(),
             next: Vec::new(),
             free: NIL,
-            seconds: HashMap::new(),
+            seconds: BTreeMap::new(),
             order: BinaryHeap::new(),
             #[cfg(test)]
             visits: Cell::new(0),
@@ -688,7 +710,7 @@ impl Shard {
     /// Doubles the table (or makes the first one) and refiles every entry.
     fn grow_table(&mut self) {
         let size = (self.slots.len() * 2).max(MIN_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![0; size]);
+        let old = core::mem::replace(&mut self.slots, vec![0; size]);
         for slot in old {
             if slot != 0 {
                 let index = (slot & INDEX_MASK) - 1;
@@ -768,7 +790,7 @@ impl Shard {
                 self.slots = Vec::new();
                 self.hashes = Vec::new();
                 self.next = Vec::new();
-                self.seconds = HashMap::new();
+                self.seconds = BTreeMap::new();
                 self.order = BinaryHeap::new();
             }
         }
@@ -980,7 +1002,7 @@ mod tests {
     }
 
     impl NonceCache {
-        fn shard_at(&self, index: usize) -> &Mutex<Shard> {
+        fn shard_at(&self, index: usize) -> &Lock<Shard> {
             self.each_shard().nth(index).unwrap()
         }
     }
@@ -1003,7 +1025,7 @@ mod tests {
         let cache = if sharded {
             NonceCache::new(Duration::from_secs(drift), capacity)
         } else {
-            NonceCache::unsharded(Duration::from_secs(drift), capacity)
+            NonceCache::unsharded(Duration::from_secs(drift), capacity, [5; 16])
         };
         for i in 0..entries {
             let ts = now - drift + i % seconds;
@@ -1064,7 +1086,7 @@ mod tests {
     #[test]
     fn expiry_and_forgetting_are_amortised_constant_work() {
         let drift = 30;
-        let cache = NonceCache::unsharded(Duration::from_secs(drift), 4_096);
+        let cache = NonceCache::unsharded(Duration::from_secs(drift), 4_096, [5; 16]);
         let mut now = 1_000_000;
         let mut checks = 0u64;
         let mut i = 0;
@@ -1156,7 +1178,8 @@ mod tests {
         for (shards, capacity, drift) in
             [(1, 7, 3), (1, 50, 5), (1, 300, 20), (4, 400, 8), (8, 64, 2)]
         {
-            let cache = NonceCache::with_shards(Duration::from_secs(drift), capacity, shards);
+            let cache =
+                NonceCache::with_shards(Duration::from_secs(drift), capacity, shards, [5; 16]);
             let per_shard = cache.capacity() / shards;
             let mut reference: Vec<Reference> = (0..shards)
                 .map(|_| Reference {
@@ -1214,14 +1237,14 @@ mod tests {
         assert_eq!(default.capacity(), 2_146_304);
         let smallest = NonceCache::new(drift, 32 * 16_384);
         assert!(smallest.capacity() * 100 <= 32 * 16_384 * 105);
-        let one = NonceCache::unsharded(drift, DEFAULT_NONCE_CAPACITY);
+        let one = NonceCache::unsharded(drift, DEFAULT_NONCE_CAPACITY, [5; 16]);
         assert_eq!((one.shards(), one.capacity()), (1, DEFAULT_NONCE_CAPACITY));
-        assert_eq!(NonceCache::unsharded(drift, 0).capacity(), 1);
+        assert_eq!(NonceCache::unsharded(drift, 0, [5; 16]).capacity(), 1);
     }
 
     #[test]
     fn a_drained_shard_gives_its_memory_back_and_keeps_its_floor() {
-        let cache = NonceCache::unsharded(Duration::from_secs(5), 1_000);
+        let cache = NonceCache::unsharded(Duration::from_secs(5), 1_000, [5; 16]);
         for i in 0..900 {
             assert_eq!(
                 cache.check_and_insert(peer(i), nonce(i), 98 + i % 3, 100),

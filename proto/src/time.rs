@@ -1,51 +1,130 @@
-//! One time source: wall time for stamps, a monotonic instant for budgets
-//! and deadlines.
+//! One time source: wall time for stamps, a monotonic [`Timestamp`] for
+//! budgets and deadlines, read together as one [`Now`].
 //!
 //! The protocol's state machines never read a clock: every method that
-//! needs the time takes a [`Now`]. Whatever drives them (the async shell in
-//! `bijou-net`, a test, a simulation) reads one [`Clock`] and passes the
-//! reading in, so a connection's handshake stamps, its ephemeral age checks
-//! and its verification budget all see the same time.
+//! needs the time takes a [`Now`], the handshake's and the ephemeral
+//! code's included. Whatever drives them (the async shell in `bijou-net`,
+//! a test, a simulation with virtual time) reads one [`Clock`] and passes
+//! the reading in, so a connection's handshake stamps, its ephemeral age
+//! checks and its verification budget all see the same time.
 //!
 //! ```text
-//!   Clock (Arc<dyn TimeProvider>)  ── now() ──►  Now { unix_secs, instant }
+//!   Clock (Arc<dyn TimeProvider>)  ── now() ──►  Now { unix_secs, monotonic: Timestamp }
 //!        │  system(): SystemTime + Instant          │
 //!        │  fixed(unix), from_fn(f): tests          ▼
-//!        └──────────────────────────────  Initiator::new(.., now.unix_secs, ..)
-//!                                         Responder::answer(.., now.unix_secs)
-//!                                         Session::handle_message(bytes, now)
-//!                                         Session::poll_work(now)  (budget: now.instant)
+//!        │  your own TimeProvider: no_std,     Initiator::new(.., now, ..)
+//!        │  virtual time                       Responder::answer(.., now)
+//!        │                                     EphemeralSession::receive(.., now)
+//!        │                                     Session::handle_message(bytes, now)
+//!        └──────────────────────────────────   Session::poll_work(now) ──► Work::Wait(Timestamp)
 //! ```
 //!
+//! A [`Timestamp`] counts nanoseconds from an origin its clock chooses (the
+//! system clock: the first reading in the process); only differences
+//! between readings of one clock mean anything. A driver turns a deadline
+//! into a sleep with [`Timestamp::saturating_duration_since`] of its
+//! clock's current reading.
+//!
+//! # A clock that steps back
+//!
+//! The session keeps the latest reading it was given and takes the later
+//! of that and each new one, field by field ([`Now::latest`]): a
+//! monotonic clock that goes backwards cannot make a deadline fire early,
+//! and a wall clock set back cannot move the ephemeral deduplication window
+//! back and let a replay in.
+//!
 //! ```
-//! use bijou_frame::proto::time::{Clock, TimeProvider};
-//! use std::time::Instant;
+//! use bijou_frame::proto::time::{Clock, Now, Timestamp, TimeProvider};
 //!
 //! // A provider of your own: a simulated clock, a clock with an offset, ...
 //! #[derive(Debug)]
 //! struct Offset(u64);
 //! impl TimeProvider for Offset {
 //!     fn unix_secs(&self) -> u64 { Clock::system().unix_secs() + self.0 }
-//!     fn instant(&self) -> Instant { Instant::now() }
+//!     fn monotonic(&self) -> Timestamp { Clock::system().monotonic() }
 //! }
 //! let clock = Clock::new(Offset(3600));
 //! assert!(clock.now().unix_secs >= Clock::system().unix_secs() + 3599);
 //! assert_eq!(Clock::fixed(1_700_000_000).now().unix_secs, 1_700_000_000);
+//!
+//! // A reading never goes back once combined with an earlier one.
+//! let before = Now::from_secs(100);
+//! assert_eq!(Now::from_secs(90).latest(before), before);
 //! ```
 
-use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use alloc::sync::Arc;
+use core::fmt;
+use core::num::NonZeroU64;
+use core::time::Duration;
+
+/// A monotonic instant: nanoseconds since an origin chosen by its clock.
+/// Only differences between two readings of one clock mean anything.
+///
+/// Eight bytes, and so is an `Option<Timestamp>` (the deadline a state
+/// machine may or may not have): the largest reading is `u64::MAX - 1`
+/// nanoseconds, 584 years after the origin, and later ones saturate there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(NonZeroU64);
+
+impl Timestamp {
+    /// The clock's origin.
+    pub const ZERO: Self = Self(NonZeroU64::MIN);
+
+    /// The largest reading.
+    pub const MAX: Self = Self(NonZeroU64::MAX);
+
+    /// `nanos` nanoseconds after the origin (saturating at
+    /// [`Timestamp::MAX`]).
+    #[must_use]
+    pub const fn from_nanos(nanos: u64) -> Self {
+        // Stored plus one: zero is the niche that makes the Option small.
+        Self(NonZeroU64::MIN.saturating_add(nanos))
+    }
+
+    /// `secs` seconds after the origin (saturating).
+    #[must_use]
+    pub const fn from_secs(secs: u64) -> Self {
+        Self::from_nanos(secs.saturating_mul(1_000_000_000))
+    }
+
+    /// Nanoseconds after the origin.
+    #[must_use]
+    pub const fn as_nanos(self) -> u64 {
+        self.0.get() - 1
+    }
+
+    /// `duration` later, saturating at [`Timestamp::MAX`].
+    #[must_use]
+    pub fn saturating_add(self, duration: Duration) -> Self {
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        Self::from_nanos(self.as_nanos().saturating_add(nanos))
+    }
+
+    /// The time from `earlier` to `self`; zero if `earlier` is later.
+    #[must_use]
+    pub const fn saturating_duration_since(self, earlier: Self) -> Duration {
+        Duration::from_nanos(self.as_nanos().saturating_sub(earlier.as_nanos()))
+    }
+}
+
+impl Default for Timestamp {
+    /// [`Timestamp::ZERO`].
+    fn default() -> Self {
+        Self::ZERO
+    }
+}
 
 /// A source of time: the injectable trait behind [`Clock`] (compare rustls'
 /// `TimeProvider`).
-pub trait TimeProvider: Send + Sync + std::fmt::Debug {
+pub trait TimeProvider: Send + Sync + fmt::Debug {
     /// Wall time, unix seconds: what handshake challenges and ephemeral
     /// messages are stamped with and checked against.
     fn unix_secs(&self) -> u64;
 
-    /// A monotonic instant: what verification budgets and deadlines are
-    /// measured in.
-    fn instant(&self) -> Instant;
+    /// Monotonic time: what verification budgets and deadlines are
+    /// measured in. Never decreasing (a reading that does is clamped by
+    /// the session, see the [module docs](self)).
+    fn monotonic(&self) -> Timestamp;
 }
 
 /// One reading of a [`Clock`]: both times, taken together.
@@ -54,50 +133,92 @@ pub struct Now {
     /// Wall time, unix seconds.
     pub unix_secs: u64,
     /// Monotonic time.
-    pub instant: Instant,
+    pub monotonic: Timestamp,
 }
 
 impl Now {
-    /// A reading of `unix_secs` wall time at the monotonic `instant`.
+    /// A reading of `unix_secs` wall time at the monotonic `monotonic`.
     #[must_use]
-    pub fn new(unix_secs: u64, instant: Instant) -> Self {
-        Self { unix_secs, instant }
+    pub const fn new(unix_secs: u64, monotonic: Timestamp) -> Self {
+        Self {
+            unix_secs,
+            monotonic,
+        }
+    }
+
+    /// A reading where both clocks say `unix_secs` (the monotonic one in
+    /// seconds from its origin): for tests and simulations that count in
+    /// whole seconds.
+    #[must_use]
+    pub const fn from_secs(unix_secs: u64) -> Self {
+        Self::new(unix_secs, Timestamp::from_secs(unix_secs))
+    }
+
+    /// The later of `self` and `earlier`, field by field: what a state
+    /// machine uses so that a clock stepping back changes nothing.
+    #[must_use]
+    pub fn latest(self, earlier: Self) -> Self {
+        Self {
+            unix_secs: self.unix_secs.max(earlier.unix_secs),
+            monotonic: self.monotonic.max(earlier.monotonic),
+        }
     }
 }
 
 /// The system clock: `SystemTime` in unix seconds (0 before 1970) and
-/// `Instant::now()`.
+/// `Instant` in nanoseconds since the first reading in the process.
+#[cfg(feature = "std")]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
+#[cfg(feature = "std")]
+impl SystemClock {
+    /// Where this process's monotonic readings count from.
+    fn origin() -> std::time::Instant {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        *ORIGIN.get_or_init(std::time::Instant::now)
+    }
+
+    /// `instant` as a [`Timestamp`] of this clock (zero before the origin).
+    #[must_use]
+    pub fn timestamp(instant: std::time::Instant) -> Timestamp {
+        let since = instant.saturating_duration_since(Self::origin());
+        Timestamp::from_nanos(u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+#[cfg(feature = "std")]
 impl TimeProvider for SystemClock {
     fn unix_secs(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
     }
 
-    fn instant(&self) -> Instant {
-        Instant::now()
+    fn monotonic(&self) -> Timestamp {
+        Self::timestamp(std::time::Instant::now())
     }
 }
 
 /// Wall time from a function, monotonic time from the system.
+#[cfg(feature = "std")]
 struct FnClock<F>(F);
 
-impl<F> std::fmt::Debug for FnClock<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+#[cfg(feature = "std")]
+impl<F> fmt::Debug for FnClock<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("FnClock")
     }
 }
 
+#[cfg(feature = "std")]
 impl<F: Fn() -> u64 + Send + Sync> TimeProvider for FnClock<F> {
     fn unix_secs(&self) -> u64 {
         (self.0)()
     }
 
-    fn instant(&self) -> Instant {
-        Instant::now()
+    fn monotonic(&self) -> Timestamp {
+        SystemClock.monotonic()
     }
 }
 
@@ -129,18 +250,21 @@ impl Clock {
     }
 
     /// The system clock ([`SystemClock`]).
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn system() -> Self {
         Self::new(SystemClock)
     }
 
     /// Wall time always `unix_secs`; monotonic time from the system.
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn fixed(unix_secs: u64) -> Self {
         Self::from_fn(move || unix_secs)
     }
 
     /// Wall time from `f` (unix seconds); monotonic time from the system.
+    #[cfg(feature = "std")]
     pub fn from_fn(f: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
         Self::new(FnClock(f))
     }
@@ -150,7 +274,7 @@ impl Clock {
     pub fn now(&self) -> Now {
         Now {
             unix_secs: self.0.unix_secs(),
-            instant: self.0.instant(),
+            monotonic: self.0.monotonic(),
         }
     }
 
@@ -162,19 +286,58 @@ impl Clock {
 
     /// Monotonic time.
     #[must_use]
-    pub fn instant(&self) -> Instant {
-        self.0.instant()
+    pub fn monotonic(&self) -> Timestamp {
+        self.0.monotonic()
     }
 }
 
+#[cfg(feature = "std")]
 impl Default for Clock {
     fn default() -> Self {
         Self::system()
     }
 }
 
-impl std::fmt::Debug for Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Clock(unix_secs = {})", self.unix_secs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_saturate_instead_of_wrapping() {
+        let t = Timestamp::from_nanos(u64::MAX - 5);
+        assert_eq!(t.saturating_add(Duration::from_secs(1)), Timestamp::MAX);
+        assert_eq!(Timestamp::MAX.as_nanos(), u64::MAX - 1);
+        assert_eq!(Timestamp::from_nanos(u64::MAX), Timestamp::MAX);
+        assert_eq!(Timestamp::from_nanos(0), Timestamp::ZERO);
+        assert_eq!(Timestamp::from_nanos(7).as_nanos(), 7);
+        assert_eq!(core::mem::size_of::<Option<Timestamp>>(), 8);
+        assert_eq!(Timestamp::ZERO.saturating_duration_since(t), Duration::ZERO);
+        assert_eq!(Timestamp::from_secs(u64::MAX), Timestamp::MAX);
+        assert_eq!(
+            Timestamp::from_secs(3).saturating_duration_since(Timestamp::from_secs(1)),
+            Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn latest_takes_each_field_from_the_later_reading() {
+        let a = Now::new(100, Timestamp::from_nanos(5));
+        let b = Now::new(90, Timestamp::from_nanos(7));
+        assert_eq!(a.latest(b), Now::new(100, Timestamp::from_nanos(7)));
+        assert_eq!(b.latest(a), a.latest(b));
+    }
+
+    #[test]
+    fn the_system_clock_does_not_go_back() {
+        let clock = Clock::system();
+        let first = clock.monotonic();
+        let second = clock.monotonic();
+        assert!(second >= first);
     }
 }

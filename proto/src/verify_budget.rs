@@ -38,7 +38,9 @@
 //! assert_eq!(VerifyBudget::DEFAULT.per_second(), 8_192);
 //! ```
 
-use std::time::{Duration, Instant};
+use core::time::Duration;
+
+use crate::time::Timestamp;
 
 /// A per-connection rate limit on signature verifications; see the
 /// [module docs](self).
@@ -96,7 +98,7 @@ pub struct Bucket {
     budget: VerifyBudget,
     tokens: f64,
     /// When `tokens` was last brought up to date (`None`: never used, full).
-    refilled: Option<Instant>,
+    refilled: Option<Timestamp>,
 }
 
 impl Bucket {
@@ -122,7 +124,7 @@ impl Bucket {
         self.tokens = self.tokens.min(f64::from(budget.burst));
     }
 
-    fn refill(&mut self, now: Instant) {
+    fn refill(&mut self, now: Timestamp) {
         if let Some(refilled) = self.refilled {
             let elapsed = now.saturating_duration_since(refilled).as_secs_f64();
             self.tokens = (self.tokens + elapsed * f64::from(self.budget.per_second))
@@ -136,20 +138,21 @@ impl Bucket {
     ///
     /// ```
     /// use bijou_frame::proto::verify_budget::{Bucket, VerifyBudget};
-    /// use std::time::{Duration, Instant};
+    /// use bijou_frame::proto::time::Timestamp;
+    /// use std::time::Duration;
     ///
     /// let mut bucket = Bucket::new(VerifyBudget::new(100, 10));
-    /// let t0 = Instant::now();
+    /// let t0 = Timestamp::from_secs(1);
     /// assert_eq!(bucket.try_spend(10, t0), Ok(()));
     /// let ready = bucket.try_spend(5, t0).unwrap_err();
-    /// assert!(ready >= t0 + Duration::from_millis(49));
+    /// assert!(ready >= t0.saturating_add(Duration::from_millis(49)));
     /// assert_eq!(bucket.try_spend(5, ready), Ok(()));
     /// ```
     ///
     /// # Errors
     ///
     /// The instant at which `n` will fit; nothing was spent.
-    pub fn try_spend(&mut self, n: usize, now: Instant) -> Result<(), Instant> {
+    pub fn try_spend(&mut self, n: usize, now: Timestamp) -> Result<(), Timestamp> {
         if n == 0 {
             return Ok(());
         }
@@ -159,9 +162,31 @@ impl Bucket {
         if self.tokens + 1e-9 < need {
             let missing = need - self.tokens;
             let wait = Duration::from_secs_f64(missing / f64::from(self.budget.per_second));
-            return Err(self.refilled.unwrap_or(now) + wait);
+            return Err(self.refilled.unwrap_or(now).saturating_add(wait));
         }
         self.tokens -= n;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A monotonic clock that steps back neither refills the bucket nor
+    /// brings its deadline forward: time is counted from the latest
+    /// reading.
+    #[test]
+    fn a_clock_that_steps_back_does_not_bring_the_deadline_forward() {
+        let mut bucket = Bucket::new(VerifyBudget::new(100, 10));
+        let t10 = Timestamp::from_secs(10);
+        assert_eq!(bucket.try_spend(10, t10), Ok(()));
+        let due = bucket.try_spend(10, t10).expect_err("spent");
+        assert_eq!(due, t10.saturating_add(Duration::from_millis(100)));
+        // Read 5 s earlier: still the same deadline, nothing refilled.
+        assert_eq!(bucket.try_spend(10, Timestamp::from_secs(5)), Err(due));
+        // And at the deadline, exactly the burst again.
+        assert_eq!(bucket.try_spend(10, due), Ok(()));
+        assert!(bucket.try_spend(1, due).is_err());
     }
 }

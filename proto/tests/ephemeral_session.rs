@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
+use bijou_proto::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSession};
 use bijou_proto::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
+use bijou_proto::rng::SeededRng;
+use bijou_proto::time::Now;
 use bijou_proto::VerifyBudget;
 use bijou_signing::ed25519_dalek::SigningKey;
 
@@ -20,7 +22,7 @@ fn key(n: u8) -> SigningKey {
 fn session_at(capacity: usize) -> EphemeralSession {
     let mut config = EphemeralConfig::default();
     config.dedup_capacity = capacity;
-    EphemeralSession::new(config)
+    EphemeralSession::new(config, SeededRng::from_seed([6; 32]))
 }
 
 /// A flood of validly signed messages from fresh keys, far beyond the
@@ -50,7 +52,7 @@ fn a_flood_from_fresh_keys_does_not_lock_honest_senders_out() {
                 &EphemeralPayload::new(topic, rand::random(), stamp, vec![0]),
             )
             .expect("seal");
-            if session.receive(&msg, now).is_ok() {
+            if session.receive(&msg, Now::from_secs(now)).is_ok() {
                 delivered_flood.push(msg);
             }
             assert!(session.dedup_len() <= CAPACITY);
@@ -62,7 +64,7 @@ fn a_flood_from_fresh_keys_does_not_lock_honest_senders_out() {
         )
         .expect("seal");
         assert!(
-            session.receive(&msg, now).is_ok(),
+            session.receive(&msg, Now::from_secs(now)).is_ok(),
             "honest message refused at second {second}"
         );
     }
@@ -73,7 +75,10 @@ fn a_flood_from_fresh_keys_does_not_lock_honest_senders_out() {
     // Replays of the most recent delivered flood messages that are still
     // within the age limit: none is delivered twice.
     for msg in delivered_flood.iter().rev().take(500) {
-        assert!(session.receive(msg, now).is_err(), "a replay was delivered");
+        assert!(
+            session.receive(msg, Now::from_secs(now)).is_err(),
+            "a replay was delivered"
+        );
     }
 }
 
@@ -96,12 +101,15 @@ fn a_flood_stamped_exactly_now_within_an_eighth_of_capacity_does_not_lock_out() 
                 &EphemeralPayload::new(topic, rand::random(), now, vec![0]),
             )
             .expect("seal");
-            assert!(session.receive(&msg, now).is_ok());
+            assert!(session.receive(&msg, Now::from_secs(now)).is_ok());
         }
         let msg =
             SignedEphemeral::seal(&honest, &EphemeralPayload::new(topic, second, now, vec![1]))
                 .expect("seal");
-        assert!(session.receive(&msg, now).is_ok(), "second {second}");
+        assert!(
+            session.receive(&msg, Now::from_secs(now)).is_ok(),
+            "second {second}"
+        );
         assert!(session.dedup_len() <= CAPACITY);
     }
 }
@@ -127,4 +135,40 @@ fn the_default_bounds_are_the_documented_ones() {
         + bijou_proto::nonce_cache::NonceCache::BYTES_PER_ENTRY * config.dedup_capacity
         + bijou_proto::nonce_cache::NonceCache::BYTES_PER_SECOND * 61;
     assert!(bound < 1_700_000, "{bound}");
+}
+
+/// A wall clock that jumps ahead and then back does not move the window
+/// back: the session reads the time as the latest it recorded at, so a
+/// message delivered before the jump is judged at that time, stale. (Read
+/// at the earlier time instead, it would rest on the replay cache alone,
+/// which refuses it only because its floor moved.)
+#[test]
+fn a_wall_clock_set_back_does_not_let_a_replay_in() {
+    let mut session = session_at(1_024);
+    let topic = Topic::new([2; 32]);
+    session.subscribe(&Topics::one(topic));
+    let sender = key(0x31);
+    let first = SignedEphemeral::seal(&sender, &EphemeralPayload::new(topic, 1, NOW, vec![1]))
+        .expect("seal");
+    session
+        .receive(&first, Now::from_secs(NOW))
+        .expect("delivered once");
+    // The clock jumps 100 s ahead; a message then makes the window move.
+    let later = SignedEphemeral::seal(
+        &sender,
+        &EphemeralPayload::new(topic, 2, NOW + 100, vec![2]),
+    )
+    .expect("seal");
+    session
+        .receive(&later, Now::from_secs(NOW + 100))
+        .expect("delivered");
+    // Set back to the first message's time: its replay is still refused.
+    let replay = session.receive(&first, Now::from_secs(NOW));
+    assert!(
+        matches!(
+            replay,
+            Err(EphemeralRejected::Stale { now, .. }) if now == NOW + 100
+        ),
+        "{replay:?}"
+    );
 }

@@ -7,6 +7,7 @@ use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, Respond
 use bijou_proto::message::{
     Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
 };
+use bijou_proto::time::Now;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, Signed};
 use bytes::Bytes;
 
@@ -21,11 +22,11 @@ fn responder() -> Responder {
 }
 
 fn challenge(from: u8, audience: Audience, at: u64, nonce: u8) -> Initiator {
-    Initiator::new(&key(from), audience, at, [nonce; 16]).expect("challenge")
+    Initiator::new(&key(from), audience, Now::from_secs(at), [nonce; 16]).expect("challenge")
 }
 
 fn refusal(responder: &Responder, message: Bytes, now: u64) -> RejectionReason {
-    let answer = responder.answer(&key(2), message, now);
+    let answer = responder.answer(&key(2), message, Now::from_secs(now));
     let reply = answer.reply.expect("a rejection is sent");
     match HandshakeMessage::decode(reply).expect("decodes") {
         HandshakeMessage::Rejection(Rejection { reason, timestamp }) => {
@@ -48,7 +49,11 @@ fn both_sides_agree_by_key_and_by_service_name() {
         Audience::discover(b"sync.example"),
     ] {
         let initiator = challenge(1, audience, NOW, audience_nonce(&audience));
-        let answer = responder.answer(&key(2), initiator.challenge().clone(), NOW + 5);
+        let answer = responder.answer(
+            &key(2),
+            initiator.challenge().clone(),
+            Now::from_secs(NOW + 5),
+        );
         let at_bob = answer.outcome.expect("accepted");
         let at_alice = initiator
             .receive(answer.reply.expect("response"))
@@ -104,7 +109,7 @@ fn the_responder_refuses_for_every_reason_and_says_which() {
     // A replay, at the edge of the window and in the middle.
     let fresh = challenge(1, me, NOW, 5);
     assert!(responder
-        .answer(&key(2), fresh.challenge().clone(), NOW)
+        .answer(&key(2), fresh.challenge().clone(), Now::from_secs(NOW))
         .outcome
         .is_ok());
     for now in [NOW, NOW + 300, NOW + 600] {
@@ -131,7 +136,7 @@ fn the_responder_says_nothing_to_what_is_not_a_challenge() {
             "unexpected",
         ),
     ] {
-        let answer = responder.answer(&key(2), message, NOW);
+        let answer = responder.answer(&key(2), message, Now::from_secs(NOW));
         assert!(answer.reply.is_none(), "{want}");
         let ok = matches!(
             (&answer.outcome, want),

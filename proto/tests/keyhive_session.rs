@@ -6,7 +6,7 @@
 use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
 use bijou_proto::message::{Audience, MessageError};
-use bijou_proto::session::{verify_message, Delivered, Rejected, Session, Work};
+use bijou_proto::session::{verify_message, Delivered, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
@@ -18,20 +18,15 @@ fn sessions() -> (SigningKey, SigningKey, Session) {
         SigningKey::from_bytes(&[2; 32]),
     );
     let now = Clock::system().now();
-    let initiator = Initiator::new(
-        &alice,
-        Audience::Known(bob.peer_id()),
-        now.unix_secs,
-        [7; 16],
-    )
-    .unwrap();
-    let answer = Responder::new(HandshakeConfig::default()).answer(
-        &bob,
-        initiator.challenge().clone(),
-        now.unix_secs,
-    );
+    let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16]).unwrap();
+    let answer =
+        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
     let at_bob = answer.outcome.unwrap();
-    (alice, bob.clone(), Session::new(bob.peer_id(), at_bob))
+    (
+        alice,
+        bob.clone(),
+        Session::new(bob.peer_id(), at_bob, SessionConfig::new([4; 32])),
+    )
 }
 
 fn suk_from(signer: &SigningKey, to: &SigningKey) -> Bytes {

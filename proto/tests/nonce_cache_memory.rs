@@ -121,7 +121,7 @@ fn flood_shaped_caches() {
             let cache = if sharded {
                 NonceCache::new(Duration::from_secs(DRIFT), capacity)
             } else {
-                NonceCache::unsharded(Duration::from_secs(DRIFT), capacity)
+                NonceCache::unsharded(Duration::from_secs(DRIFT), capacity, [5; 16])
             };
             let full = fill_and_check(&cache, capacity, seconds, spread, before);
             assert!(full <= NonceCache::BYTES_PER_ENTRY as f64);
@@ -132,11 +132,11 @@ fn flood_shaped_caches() {
 /// The ephemeral session's window: one shard of 65,536 over 61 seconds.
 fn the_ephemeral_window() {
     let before = ALLOCATOR.allocated();
-    let cache = NonceCache::unsharded(Duration::from_secs(30), 65_536);
+    let cache = NonceCache::unsharded(Duration::from_secs(30), 65_536, [5; 16]);
     let full = fill_and_check(&cache, 65_536, 61, true, before);
     assert!(full <= NonceCache::BYTES_PER_ENTRY as f64);
     let before = ALLOCATOR.allocated();
-    let cache = NonceCache::unsharded(Duration::from_secs(30), 65_536);
+    let cache = NonceCache::unsharded(Duration::from_secs(30), 65_536, [5; 16]);
     let full = fill_and_check(&cache, 65_536, 31, false, before);
     assert!(full <= NonceCache::BYTES_PER_ENTRY as f64);
 }

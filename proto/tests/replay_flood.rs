@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use bijou_proto::handshake::{Clock, HandshakeConfig, NonceCache, NonceCheck, Responder};
 use bijou_proto::message::{Audience, Challenge, RejectionReason};
+use bijou_proto::time::Now;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, PeerId, Signed};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -195,7 +196,7 @@ fn responder_under_a_signed_flood_lets_honest_peers_in_and_refuses_replays() {
             let attacker = SigningKey::from_bytes(&rng.random());
             let hello = Challenge::new(Audience::Discover([9; 32]), now + 5, rng.random());
             let signed = Signed::seal(&attacker, &hello).expect("seal");
-            match responder.check_challenge(me.peer_id(), &signed, now) {
+            match responder.check_challenge(me.peer_id(), &signed, Now::from_secs(now)) {
                 Ok(_) => accepted.push((signed, now)),
                 Err(_) => flood_refused += 1,
             }
@@ -206,7 +207,7 @@ fn responder_under_a_signed_flood_lets_honest_peers_in_and_refuses_replays() {
         let signed = Signed::seal(&honest, &hello).expect("seal");
         assert!(
             responder
-                .check_challenge(me.peer_id(), &signed, now)
+                .check_challenge(me.peer_id(), &signed, Now::from_secs(now))
                 .is_ok(),
             "honest peer refused at second {second}"
         );
@@ -215,7 +216,7 @@ fn responder_under_a_signed_flood_lets_honest_peers_in_and_refuses_replays() {
         // Every recording of an accepted challenge is refused.
         for (recorded, _) in &accepted {
             let refusal = responder
-                .check_challenge(me.peer_id(), recorded, now)
+                .check_challenge(me.peer_id(), recorded, Now::from_secs(now))
                 .expect_err("replay accepted");
             assert!(matches!(
                 refusal.reason,

@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::{decode_handshake, Authenticated, HandshakeError};
 use crate::message::{Audience, Challenge, HandshakeMessage, Rejection, Response};
+use crate::time::Now;
 
 /// The initiator (client) of a handshake, between sending its challenge
 /// and receiving the reply. No I/O: the caller sends
@@ -19,7 +20,7 @@ pub struct Initiator {
 }
 
 impl Initiator {
-    /// Signs a challenge for `audience` with `signer`, stamped `now` (unix
+    /// Signs a challenge for `audience` with `signer`, stamped `now` (its wall
     /// seconds) and carrying `nonce`, which must be fresh randomness: the
     /// responder refuses a nonce it has seen from the same issuer.
     ///
@@ -29,10 +30,10 @@ impl Initiator {
     pub fn new<S: Identity + ?Sized>(
         signer: &S,
         audience: Audience,
-        now: u64,
+        now: Now,
         nonce: [u8; 16],
     ) -> Result<Self, HandshakeError> {
-        let challenge = Challenge::new(audience, now, nonce);
+        let challenge = Challenge::new(audience, now.unix_secs, nonce);
         let expected = Response::for_challenge(&challenge, 0)
             .map_err(SealError::from)?
             .challenge_digest();

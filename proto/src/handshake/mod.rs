@@ -50,11 +50,12 @@
 //! ```
 //! use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
 //! use bijou_frame::proto::message::Audience;
+//! use bijou_frame::proto::time::Now;
 //! use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
 //!
 //! let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
 //! let responder = Responder::new(HandshakeConfig::default());
-//! let now = 1_700_000_000;
+//! let now = Now::from_secs(1_700_000_000); // the driver reads its clock
 //!
 //! let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
 //! let answer = responder.answer(&bob, initiator.challenge().clone(), now);
@@ -71,7 +72,7 @@
 //! # Ok::<(), bijou_frame::proto::HandshakeError>(())
 //! ```
 
-use std::time::Duration;
+use core::time::Duration;
 
 use bijou_codec::Wire;
 use bijou_signing::{Digest, PeerId, SealError, VerifyError};
@@ -133,14 +134,25 @@ pub struct HandshakeConfig {
     pub clock: Clock,
 }
 
-impl Default for HandshakeConfig {
-    fn default() -> Self {
+impl HandshakeConfig {
+    /// The default settings, reading `clock` (without std there is no
+    /// system clock to default to).
+    #[must_use]
+    pub fn new(clock: Clock) -> Self {
         Self {
             max_drift: DEFAULT_MAX_DRIFT,
             max_message_length: DEFAULT_MAX_MESSAGE_LENGTH,
             timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            clock: Clock::system(),
+            clock,
         }
+    }
+}
+
+#[cfg(feature = "std")]
+impl Default for HandshakeConfig {
+    /// The default settings on the system clock.
+    fn default() -> Self {
+        Self::new(Clock::system())
     }
 }
 

@@ -1,15 +1,18 @@
 //! The responder's side of the handshake: its checks, its replay cache,
 //! and the answer to a challenge, without I/O.
 
-use std::sync::Arc;
+use alloc::sync::Arc;
 
 use bijou_codec::Wire;
 use bijou_signing::{Identity, PeerId, SealError, Signed, Verified, VerifyError};
 use bytes::Bytes;
 
+#[cfg(feature = "std")]
+use super::DEFAULT_NONCE_CAPACITY;
 use super::{decode_handshake, Authenticated, HandshakeConfig, HandshakeError};
-use super::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
+use super::{NonceCache, NonceCheck};
 use crate::message::{Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response};
+use crate::time::Now;
 
 /// Why the responder refused a challenge: the reason it sends back, and
 /// the signature failure behind [`RejectionReason::InvalidSignature`].
@@ -49,7 +52,9 @@ pub struct Responder {
 
 impl Responder {
     /// A responder that accepts challenges addressed to its own key, with a
-    /// nonce cache of [`DEFAULT_NONCE_CAPACITY`] entries.
+    /// nonce cache of [`DEFAULT_NONCE_CAPACITY`] entries keyed from the
+    /// operating system.
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn new(config: HandshakeConfig) -> Self {
         Self::with_nonce_capacity(config, DEFAULT_NONCE_CAPACITY)
@@ -57,13 +62,35 @@ impl Responder {
 
     /// Like [`Responder::new`] with a nonce cache of `capacity` entries
     /// (see [`nonce_cache`](super::nonce_cache) for how to size it against a flood).
+    #[cfg(feature = "std")]
     #[must_use]
     pub fn with_nonce_capacity(config: HandshakeConfig, capacity: usize) -> Self {
         let cache = NonceCache::new(config.max_drift, capacity);
+        Self::with_nonce_cache(config, Arc::new(cache))
+    }
+
+    /// A responder over a replay cache of the caller's (keyed from its own
+    /// [`SeededRng`](crate::rng::SeededRng), or shared with other
+    /// responders). The cache's drift is the one the replay check uses; make
+    /// it with `config.max_drift`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bijou_frame::proto::handshake::{HandshakeConfig, NonceCache, Responder};
+    /// use bijou_frame::proto::rng::SeededRng;
+    ///
+    /// let config = HandshakeConfig::default();
+    /// let mut rng = SeededRng::from_seed([9; 32]);
+    /// let cache = NonceCache::keyed(config.max_drift, 4_096, rng.bytes());
+    /// let responder = Responder::with_nonce_cache(config, Arc::new(cache));
+    /// assert_eq!(responder.max_drift_secs(), 600);
+    /// ```
+    #[must_use]
+    pub fn with_nonce_cache(config: HandshakeConfig, cache: Arc<NonceCache>) -> Self {
         Self {
             config,
             discovery_id: None,
-            nonces: Arc::new(cache),
+            nonces: cache,
         }
     }
 
@@ -103,7 +130,7 @@ impl Responder {
     }
 
     /// The responder's checks (steps 1-4 in the [module docs](super)), in
-    /// order, on a challenge received at `now` (unix seconds) by the peer
+    /// order, on a challenge received at `now` (its wall time) by the peer
     /// `me`: `verify_strict`, audience, drift, then the nonce, which is
     /// remembered only if every other check passed. Without I/O, so a
     /// driver over any transport (or a test) calls it directly.
@@ -115,7 +142,7 @@ impl Responder {
         &self,
         me: PeerId,
         challenge: &Signed<Challenge>,
-        now: u64,
+        now: Now,
     ) -> Result<Verified<Challenge>, Refusal> {
         let verified = challenge.verify_strict().map_err(|e| Refusal {
             reason: RejectionReason::InvalidSignature,
@@ -132,7 +159,10 @@ impl Responder {
         // The drift check is the cache's (`OutsideWindow`): it judges the
         // same window its retention covers, before remembering anything.
         let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
-        match self.nonces.check_and_insert(issuer, nonce, ts, now) {
+        match self
+            .nonces
+            .check_and_insert(issuer, nonce, ts, now.unix_secs)
+        {
             NonceCheck::Fresh => Ok(verified),
             NonceCheck::Replayed | NonceCheck::PossibleReplay => {
                 Err(Refusal::because(RejectionReason::ReplayedNonce))
@@ -170,13 +200,13 @@ impl Answer {
 }
 
 impl Responder {
-    /// Answers `message`, received at `now` (unix seconds) by `signer`:
+    /// Answers `message`, received at `now` (its wall time) by `signer`:
     /// checks it is a challenge of at most
     /// [`HANDSHAKE_MAX_MESSAGE_LENGTH`](super::HANDSHAKE_MAX_MESSAGE_LENGTH)
     /// bytes, runs [`Responder::check_challenge`], and signs the response
     /// or builds the rejection. No I/O: the caller sends
     /// [`Answer::reply`].
-    pub fn answer<S: Identity + ?Sized>(&self, signer: &S, message: Bytes, now: u64) -> Answer {
+    pub fn answer<S: Identity + ?Sized>(&self, signer: &S, message: Bytes, now: Now) -> Answer {
         let challenge = match decode_handshake(message, "challenge") {
             Ok(HandshakeMessage::Challenge(challenge)) => challenge,
             Ok(other) => {
@@ -190,11 +220,13 @@ impl Responder {
         match self.check_challenge(signer.peer_id(), &challenge, now) {
             Ok(verified) => {
                 let digest = verified.digest();
-                let sealed = Signed::seal(signer, &Response::new(digest, now)).and_then(|signed| {
-                    HandshakeMessage::Response(signed)
-                        .encode()
-                        .map_err(SealError::from)
-                });
+                let sealed = Signed::seal(signer, &Response::new(digest, now.unix_secs)).and_then(
+                    |signed| {
+                        HandshakeMessage::Response(signed)
+                            .encode()
+                            .map_err(SealError::from)
+                    },
+                );
                 match sealed {
                     Ok(reply) => Answer {
                         reply: Some(reply),
@@ -210,7 +242,7 @@ impl Responder {
             Err(Refusal { reason, signature }) => {
                 let rejection = HandshakeMessage::Rejection(Rejection {
                     reason,
-                    timestamp: now,
+                    timestamp: now.unix_secs,
                 });
                 Answer {
                     reply: rejection.encode().ok(),

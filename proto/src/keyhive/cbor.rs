@@ -12,6 +12,7 @@
 //!                  indefinite length (refused here)
 //! ```
 
+use alloc::vec::Vec;
 use core::convert::Infallible;
 
 use bijou_codec::Writer;

@@ -14,6 +14,7 @@
 //! signer's own signature over a fixed label (so the same identity always
 //! sends the same card) and its secret is never kept.
 
+use alloc::string::String;
 use core::fmt::Write as _;
 
 use bijou_signing::ed25519_dalek::SigningKey;

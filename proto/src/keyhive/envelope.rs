@@ -25,6 +25,8 @@
 //! ingests the card). A sync client never reads the server's card, so it
 //! is kept as received, not interpreted.
 
+use alloc::borrow::ToOwned;
+use alloc::string::String;
 use bijou_codec::{count, Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
 use bytes::{BufMut, Bytes};

@@ -24,6 +24,9 @@
 //! Decoding is strict: keys in this order and no others, definite lengths,
 //! and the shortest form throughout (checked by re-encoding).
 
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
 use bijou_signing::PeerId;
 use bytes::Bytes;
 

@@ -21,6 +21,9 @@
 //! push before the end may be dropped by the server in silence: wait for
 //! [`Step::Done`].
 
+use alloc::boxed::Box;
+use alloc::vec;
+use alloc::vec::Vec;
 use bijou_signing::{Identity, PeerId};
 
 use super::contact_card::contact_card;

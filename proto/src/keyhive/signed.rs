@@ -15,6 +15,7 @@
 //! handshake authenticated, and the message's `sender_id` must be the
 //! issuer.
 
+use alloc::vec::Vec;
 use bijou_codec::{Reader, Writer};
 use bijou_signing::ed25519_dalek::Signature;
 use bijou_signing::{strict, Identity, PeerId};

@@ -1,6 +1,7 @@
 //! Field helpers shared by the message types: sorted arrays of ids and
 //! fingerprints, and blobs with their bijou64 length.
 
+use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Writer};
 use bijou_signing::{Blob, BlobMeta, Digest};
 use bytes::{BufMut, Bytes};

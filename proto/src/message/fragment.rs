@@ -30,6 +30,7 @@
 //! assert_eq!(fragment.checkpoints()[0].as_bytes(), &[6; 12]);
 //! ```
 
+use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::BlobMeta;
 use bytes::BufMut;

@@ -36,6 +36,7 @@
 //!     fields.rs            shared field helpers    error.rs   MessageError, VerifyItemError
 //! ```
 
+use alloc::boxed::Box;
 use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
 use bytes::BufMut;

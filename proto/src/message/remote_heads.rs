@@ -26,6 +26,7 @@
 //! # Ok::<(), bijou_frame::codec::WriteError>(())
 //! ```
 
+use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 

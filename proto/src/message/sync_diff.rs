@@ -20,9 +20,10 @@
 //! so verifying a diff costs at most one `verify_strict` per distinct item.
 //! The fingerprint lists are sets too and travel strictly ascending.
 
+use alloc::collections::btree_map::Entry;
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::vec::Vec;
 use bijou_codec::{Reader, Wire, WriteError, Writer};
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 
 use bytes::{BufMut, Bytes};
 
@@ -135,13 +136,13 @@ fn read_items<T: bijou_signing::Payload>(
 ) -> Result<Vec<SignedItem<T>>, MessageError> {
     let capacity = usize::from(count).min(r.remaining() / min_len);
     let mut items = Vec::with_capacity(capacity);
-    let mut seen: HashMap<Bytes, usize> = HashMap::with_capacity(capacity);
+    // Ordered, not hashed: no key to choose, and a peer cannot aim
+    // collisions at it (O(log n) whatever the items).
+    let mut seen: BTreeMap<Bytes, usize> = BTreeMap::new();
     for index in 0..usize::from(count) {
         let offset = r.offset();
         let item = SignedItem::<T>::read_from(r)?;
-        // One lookup that also inserts, so the payload (some 200 bytes) is
-        // hashed once: a `get` then an `insert` hashed it twice, and those
-        // two SipHash passes were half of an item's decoding cost.
+        // One lookup that also inserts.
         match seen.entry(item.signed().to_bytes()) {
             Entry::Occupied(first) => {
                 return Err(MessageError::DuplicateItem {
@@ -162,7 +163,7 @@ fn read_items<T: bijou_signing::Payload>(
 
 /// Keeps the first item of each distinct signed payload, in order.
 fn first_of_each<T>(items: Vec<SignedItem<T>>) -> Vec<SignedItem<T>> {
-    let mut seen = HashSet::with_capacity(items.len());
+    let mut seen = BTreeSet::new();
     items
         .into_iter()
         .filter(|item| seen.insert(item.signed().to_bytes()))

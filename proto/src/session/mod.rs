@@ -54,7 +54,7 @@
 //! ```
 //! use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
 //! use bijou_frame::proto::message::*;
-//! use bijou_frame::proto::session::{Delivered, Session, Work};
+//! use bijou_frame::proto::session::{Delivered, Session, SessionConfig, Work};
 //! use bijou_frame::proto::time::Clock;
 //! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 //!
@@ -63,12 +63,12 @@
 //! let now = clock.now();
 //!
 //! // The handshake: bytes in, bytes out.
-//! let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now.unix_secs, [7; 16])?;
-//! let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now.unix_secs);
+//! let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+//! let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
 //! let at_bob = answer.outcome?;
 //! let at_alice = initiator.receive(answer.reply.expect("a response"))?;
-//! let mut a = Session::new(alice.peer_id(), at_alice);
-//! let mut b = Session::new(bob.peer_id(), at_bob);
+//! let mut a = Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32]));
+//! let mut b = Session::new(bob.peer_id(), at_bob, SessionConfig::new([2; 32]));
 //!
 //! // A signed commit from A to B.
 //! let tree = SedimentreeId::new([9; 32]);
@@ -84,10 +84,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use alloc::boxed::Box;
+mod config;
 mod pending;
 mod received;
-
-use std::time::Instant;
 
 use bijou_codec::{Wire, WriteError};
 use bijou_signing::{Identity, PeerId};
@@ -98,14 +98,13 @@ use crate::handshake::Authenticated;
 use crate::message::{
     EphemeralMessage, Message, MessageFrame, MessageKind, SignedEphemeral, Topic,
 };
-use crate::time::Now;
+use crate::rng::SeededRng;
+use crate::time::{Now, Timestamp};
 use crate::verify_budget::{Bucket, VerifyBudget};
 
+pub use config::{SessionConfig, DEFAULT_VERIFY_STEP};
 use pending::{Pending, Start};
 pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
-
-/// Signed items verified in one [`Session::poll_work`] step by default.
-pub const DEFAULT_VERIFY_STEP: usize = 32;
 
 /// What [`Session::poll_work`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +118,7 @@ pub enum Work {
     More,
     /// The verification budget is spent: call again at this instant (also
     /// [`Session::poll_timeout`]).
-    Wait(Instant),
+    Wait(Timestamp),
 }
 
 /// [`Session::handle_message`] called while the session still has a
@@ -151,37 +150,53 @@ pub struct Session {
     remote: Authenticated,
     budget: Bucket,
     step: usize,
-    /// Boxed, like `ready`: an idle session holds two pointers, not two
-    /// messages' worth of inline space.
-    pending: Option<Box<Pending>>,
-    ready: Option<Box<Received>>,
-    wait: Option<Instant>,
+    /// The received message being verified or waiting in
+    /// [`Session::poll_event`]; boxed, so an idle session holds a pointer,
+    /// not a message's worth of inline space.
+    inbound: Option<Box<Inbound>>,
     /// Made on first use: most connections never carry an ephemeral
     /// message, and an idle one then holds a pointer, not the state.
     ephemeral: Option<Box<EphemeralSession>>,
+    /// The seed of the ephemeral state's generator, the session's only
+    /// random draws (kept, not a generator, until it is made).
+    seed: [u8; 32],
 }
 
-/// The state of a session that has used no ephemeral messaging yet.
-fn no_ephemeral_state() -> &'static EphemeralSession {
-    static EMPTY: std::sync::OnceLock<EphemeralSession> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(EphemeralSession::default)
+/// The one received message a session holds at a time.
+#[derive(Debug)]
+enum Inbound {
+    /// Being verified, and when the budget allows its next step if a step
+    /// is waiting for it.
+    Verifying {
+        pending: Pending,
+        wait: Option<Timestamp>,
+    },
+    /// Done: waiting in [`Session::poll_event`].
+    Ready(Received),
 }
 
 impl Session {
     /// The session of a completed handshake: `local` is our peer id,
     /// `remote` what the handshake established (only a handshake can make
-    /// one).
+    /// one), with `config`'s settings and seed.
     #[must_use]
-    pub fn new(local: PeerId, remote: Authenticated) -> Self {
+    pub fn new(local: PeerId, remote: Authenticated, config: SessionConfig) -> Self {
+        let seed = config.seed;
+        // Made on first use unless its limits were set.
+        let ephemeral = (config.ephemeral != EphemeralConfig::default()).then(|| {
+            Box::new(EphemeralSession::new(
+                config.ephemeral,
+                SeededRng::from_seed(seed),
+            ))
+        });
         Self {
             local,
             remote,
-            budget: Bucket::new(VerifyBudget::DEFAULT),
-            step: DEFAULT_VERIFY_STEP,
-            pending: None,
-            ready: None,
-            wait: None,
-            ephemeral: None,
+            budget: Bucket::new(config.verify_budget),
+            step: config.verify_step.max(1),
+            inbound: None,
+            ephemeral,
+            seed,
         }
     }
 
@@ -227,16 +242,22 @@ impl Session {
         self.step = items.max(1);
     }
 
-    /// The ephemeral state: our subscriptions, the peer's, the limits.
+    /// The ephemeral state (our subscriptions, the peer's, the limits), or
+    /// `None` while the connection has carried no ephemeral message and no
+    /// ephemeral limits were set: no subscriptions either way.
     #[must_use]
-    pub fn ephemeral(&self) -> &EphemeralSession {
-        self.ephemeral
-            .as_deref()
-            .unwrap_or_else(|| no_ephemeral_state())
+    pub fn ephemeral(&self) -> Option<&EphemeralSession> {
+        self.ephemeral.as_deref()
     }
 
     fn ephemeral_mut(&mut self) -> &mut EphemeralSession {
-        self.ephemeral.get_or_insert_with(Box::default)
+        let seed = self.seed;
+        self.ephemeral.get_or_insert_with(|| {
+            Box::new(EphemeralSession::new(
+                EphemeralConfig::default(),
+                SeededRng::from_seed(seed),
+            ))
+        })
     }
 
     /// Replaces the ephemeral limits; subscriptions are kept, the
@@ -249,13 +270,13 @@ impl Session {
     /// being verified and no event waits.
     #[must_use]
     pub fn wants_message(&self) -> bool {
-        self.pending.is_none() && self.ready.is_none()
+        self.inbound.is_none()
     }
 
     /// Whether verification work is pending ([`Session::poll_work`]).
     #[must_use]
     pub fn has_work(&self) -> bool {
-        self.pending.is_some()
+        matches!(self.inbound.as_deref(), Some(Inbound::Verifying { .. }))
     }
 
     /// Takes one whole received message (no frame prefix) at `now`: decodes
@@ -276,9 +297,14 @@ impl Session {
             Ok(Message::Ephemeral(_)) => Some(self.ephemeral_mut()),
             _ => None,
         };
-        match Pending::start(frame, ephemeral, Some(peer), now.unix_secs) {
-            Start::Answered(received) => self.ready = Some(Box::new(received)),
-            Start::Verify(pending) => self.pending = Some(Box::new(pending)),
+        match Pending::start(frame, ephemeral, Some(peer), now) {
+            Start::Answered(received) => self.inbound = Some(Box::new(Inbound::Ready(received))),
+            Start::Verify(pending) => {
+                self.inbound = Some(Box::new(Inbound::Verifying {
+                    pending,
+                    wait: None,
+                }));
+            }
         }
         Ok(())
     }
@@ -288,36 +314,36 @@ impl Session {
     /// them. When the message is done, its [`Received`] waits in
     /// [`Session::poll_event`].
     pub fn poll_work(&mut self, now: Now) -> Work {
-        let Some(pending) = self.pending.as_mut() else {
+        let Some(inbound) = self.inbound.as_mut() else {
+            return Work::Idle;
+        };
+        let Inbound::Verifying { pending, wait } = &mut **inbound else {
             return Work::Idle;
         };
         match pending.step(
             &mut self.budget,
-            &mut self.ephemeral,
+            self.ephemeral.as_deref_mut(),
             self.step,
-            now.instant,
+            now,
         ) {
             pending::Step::More => {
-                self.wait = None;
+                *wait = None;
                 Work::More
             }
             pending::Step::Wait(at) => {
-                self.wait = Some(at);
+                *wait = Some(at);
                 Work::Wait(at)
             }
             pending::Step::Done(received) => {
-                self.wait = None;
-                self.pending = None;
-                self.ready = Some(received);
+                **inbound = Inbound::Ready(*received);
                 Work::Idle
             }
             pending::Step::Finished => {
-                self.wait = None;
-                self.ready = self
-                    .pending
-                    .take()
-                    .and_then(|pending| pending.finish())
-                    .map(Box::new);
+                let done = match self.inbound.take().map(|inbound| *inbound) {
+                    Some(Inbound::Verifying { pending, .. }) => pending.finish(),
+                    _ => None,
+                };
+                self.inbound = done.map(|received| Box::new(Inbound::Ready(received)));
                 Work::Idle
             }
         }
@@ -326,8 +352,11 @@ impl Session {
     /// When [`Session::handle_timeout`] should be called: the instant the
     /// budget allows the next step, if a step is waiting for it.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.wait
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self.inbound.as_deref() {
+            Some(Inbound::Verifying { wait, .. }) => *wait,
+            _ => None,
+        }
     }
 
     /// The deadline from [`Session::poll_timeout`] passed: the same as
@@ -338,7 +367,13 @@ impl Session {
 
     /// The next received message, once decoded and verified.
     pub fn poll_event(&mut self) -> Option<Received> {
-        self.ready.take().map(|received| *received)
+        if !matches!(self.inbound.as_deref(), Some(Inbound::Ready(_))) {
+            return None;
+        }
+        match self.inbound.take().map(|inbound| *inbound) {
+            Some(Inbound::Ready(received)) => Some(received),
+            _ => None,
+        }
     }
 
     /// The send-side rules, before `message` is written by the caller:
@@ -405,20 +440,20 @@ impl Session {
         Ok(bytes)
     }
 
-    /// Signs `payload` for `topic` as `signer`, stamped `now` with a random
+    /// Signs `payload` for `topic` as `signer`, stamped `now` with a fresh
     /// nonce: the message to publish.
     ///
     /// # Errors
     ///
     /// [`PublishError`]: too large, or the signer failed.
     pub fn publish<S: Identity + ?Sized>(
-        &self,
+        &mut self,
         signer: &S,
         topic: Topic,
         payload: impl Into<Bytes>,
         now: Now,
     ) -> Result<SignedEphemeral, PublishError> {
-        self.ephemeral().seal(signer, topic, payload, now.unix_secs)
+        self.ephemeral_mut().seal(signer, topic, payload, now)
     }
 }
 

@@ -1,8 +1,8 @@
 //! A received message with signatures still to verify, and the bounded
 //! steps that verify it.
 
-use std::time::Instant;
-
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 use bytes::Bytes;
 
 use super::received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
@@ -10,6 +10,7 @@ use crate::ephemeral::{EphemeralRejected, EphemeralSession, SubscribeOutcome};
 use crate::keyhive::{KeyhiveError, SukMessage};
 use crate::message::{EphemeralMessage, Message, MessageFrame, SignedEphemeral, SyncMessage};
 use crate::message::{VerifiedItem, VerifyItemError};
+use crate::time::{Now, Timestamp};
 use crate::verify_budget::Bucket;
 use bijou_signing::PeerId;
 
@@ -30,7 +31,7 @@ pub(super) enum Step {
     /// More items remain.
     More,
     /// The budget allows the next step at this instant.
-    Wait(Instant),
+    Wait(Timestamp),
     /// The message is answered (rejected, or an ephemeral message).
     Done(Box<Received>),
     /// Every item is verified: [`Pending::finish`] it.
@@ -59,19 +60,19 @@ pub(super) struct PendingKeyhive {
 pub(super) struct PendingEphemeral {
     bytes: Bytes,
     message: SignedEphemeral,
-    now: u64,
+    now: Now,
 }
 
 impl Pending {
-    /// A message to verify, or the answer for anything else, at `now` (unix
-    /// seconds). `session` is the connection's ephemeral state, `peer` the
+    /// A message to verify, or the answer for anything else, at `now`.
+    /// `session` is the connection's ephemeral state, `peer` the
     /// key its handshake authenticated (`None` for both: verify only, a
     /// keyhive message against the key it names).
     pub(super) fn start(
         frame: MessageFrame,
         session: Option<&mut EphemeralSession>,
         peer: Option<PeerId>,
-        now: u64,
+        now: Now,
     ) -> Start {
         let bytes = frame.bytes;
         let answer = |result| {
@@ -157,10 +158,11 @@ impl Pending {
     pub(super) fn step(
         &mut self,
         budget: &mut Bucket,
-        ephemeral: &mut Option<Box<EphemeralSession>>,
+        ephemeral: Option<&mut EphemeralSession>,
         step: usize,
-        now: Instant,
+        now: Now,
     ) -> Step {
+        let now = now.monotonic;
         match self {
             Self::Keyhive(pending) => {
                 if let Err(at) = budget.try_spend(1, now) {
@@ -175,7 +177,7 @@ impl Pending {
                     })),
                 };
                 Step::Done(Box::new(Received {
-                    bytes: std::mem::take(&mut pending.bytes),
+                    bytes: core::mem::take(&mut pending.bytes),
                     result,
                 }))
             }
@@ -183,13 +185,19 @@ impl Pending {
                 if let Err(at) = budget.try_spend(1, now) {
                     return Step::Wait(at);
                 }
-                let result = ephemeral
-                    .get_or_insert_with(Box::default)
-                    .verify_and_record(&pending.message, pending.now)
-                    .map(Delivered::Ephemeral)
-                    .map_err(Rejected::Ephemeral);
+                // The session made its ephemeral state when the message
+                // arrived; without one, verify only (as `verify_message`).
+                let result = match ephemeral {
+                    Some(session) => session.verify_and_record(&pending.message, pending.now),
+                    None => pending
+                        .message
+                        .verify_strict()
+                        .map_err(EphemeralRejected::Signature),
+                }
+                .map(Delivered::Ephemeral)
+                .map_err(Rejected::Ephemeral);
                 Step::Done(Box::new(Received {
-                    bytes: std::mem::take(&mut pending.bytes),
+                    bytes: core::mem::take(&mut pending.bytes),
                     result,
                 }))
             }
@@ -283,7 +291,7 @@ impl PendingSync {
 
     fn reject(&mut self, error: VerifyItemError) -> Received {
         Received {
-            bytes: std::mem::take(&mut self.bytes),
+            bytes: core::mem::take(&mut self.bytes),
             result: Err(Rejected::Verify(error)),
         }
     }
@@ -310,7 +318,7 @@ fn keyhive_verified(message: SukMessage, peer: PeerId) -> Result<Delivered, Reje
 
 /// [`super::verify_message`]: every step at once, with no budget.
 pub(super) fn verify_at_once(bytes: Bytes) -> Received {
-    match Pending::start(MessageFrame::decode(bytes), None, None, 0) {
+    match Pending::start(MessageFrame::decode(bytes), None, None, Now::from_secs(0)) {
         Start::Answered(received) => received,
         Start::Verify(Pending::Sync(mut pending)) => {
             let total = pending.message.signed_item_count();

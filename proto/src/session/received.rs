@@ -12,6 +12,8 @@
 //!            = Err(Rejected)                             consumed whole; the connection stays up
 //! ```
 
+use alloc::boxed::Box;
+use alloc::vec::Vec;
 use bijou_signing::Verified;
 use bytes::Bytes;
 

@@ -1,12 +1,12 @@
 //! The session driven with no runtime: bytes and `Now` in, events out.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bijou_codec::Wire;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 
-use super::{Busy, Delivered, Received, Rejected, SendRefused, Session, Work};
+use super::{Busy, Delivered, Received, Rejected, SendRefused, Session, SessionConfig, Work};
 use crate::ephemeral::EphemeralRejected;
 use crate::handshake::{HandshakeConfig, Initiator, Responder};
 use crate::message::{
@@ -14,7 +14,7 @@ use crate::message::{
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, Topic, Topics, VerifyItemError,
 };
-use crate::time::Now;
+use crate::time::{Now, Timestamp};
 use crate::verify_budget::VerifyBudget;
 
 const NOW: u64 = 1_700_000_000;
@@ -23,24 +23,32 @@ fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32])
 }
 
-fn now_at(t0: Instant, secs: f64) -> Now {
-    Now::new(NOW, t0 + Duration::from_secs_f64(secs))
+fn now_at(t0: Timestamp, secs: f64) -> Now {
+    Now::new(NOW, t0.saturating_add(Duration::from_secs_f64(secs)))
 }
 
 /// A completed handshake between two fresh keys, driven by hand.
 fn pair() -> (Session, Session) {
     let (alice, bob) = (key(1), key(2));
-    let initiator =
-        Initiator::new(&alice, Audience::Known(bob.peer_id()), NOW, [7; 16]).expect("challenge");
-    let answer =
-        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), NOW);
+    let initiator = Initiator::new(
+        &alice,
+        Audience::Known(bob.peer_id()),
+        Now::from_secs(NOW),
+        [7; 16],
+    )
+    .expect("challenge");
+    let answer = Responder::new(HandshakeConfig::default()).answer(
+        &bob,
+        initiator.challenge().clone(),
+        Now::from_secs(NOW),
+    );
     let at_bob = answer.outcome.expect("accepted");
     let at_alice = initiator
         .receive(answer.reply.expect("a response"))
         .expect("response");
     (
-        Session::new(alice.peer_id(), at_alice),
-        Session::new(bob.peer_id(), at_bob),
+        Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32])),
+        Session::new(bob.peer_id(), at_bob, SessionConfig::new([2; 32])),
     )
 }
 
@@ -87,7 +95,7 @@ fn drain(session: &mut Session, now: Now) -> (Received, usize) {
 #[test]
 fn handshake_sync_and_ephemeral_with_no_runtime() {
     let (mut a, mut b) = pair();
-    let t0 = Instant::now();
+    let t0 = Timestamp::from_secs(1_000);
     let now = now_at(t0, 0.0);
 
     // Sync: a commit from A, delivered verified at B with its exact bytes.
@@ -112,13 +120,19 @@ fn handshake_sync_and_ephemeral_with_no_runtime() {
     let topic = Topic::new([4; 32]);
     let subscribe = Message::Ephemeral(EphemeralMessage::Subscribe(Topics::one(topic)));
     let wire = b.encode(&subscribe).expect("encode");
-    assert!(b.ephemeral().is_subscribed(&topic));
+    assert!(b
+        .ephemeral()
+        .expect("ephemeral state")
+        .is_subscribed(&topic));
     a.handle_message(wire, now).expect("wants it");
     match a.poll_event().expect("answered at once").result {
         Ok(Delivered::Subscribed(outcome)) => assert_eq!(outcome.accepted, vec![topic]),
         other => panic!("{other:?}"),
     }
-    assert!(a.ephemeral().remote_is_subscribed(&topic));
+    assert!(a
+        .ephemeral()
+        .expect("ephemeral state")
+        .remote_is_subscribed(&topic));
     let sealed = a
         .publish(&key(1), topic, &b"cursor"[..], now)
         .expect("publish");
@@ -162,7 +176,7 @@ fn a_large_response_is_verified_in_bounded_steps_and_bad_items_are_named() {
         commits[80].blob().clone(),
     );
     let bytes = response(commits).encode().expect("encode");
-    let now = now_at(Instant::now(), 0.0);
+    let now = now_at(Timestamp::from_secs(1_000), 0.0);
     b.handle_message(bytes, now).expect("wants it");
     assert!(!b.wants_message());
     assert!(matches!(
@@ -199,7 +213,7 @@ fn the_budget_says_when_and_the_deadline_comes_out() {
     let bytes = response((0..30).map(|i| commit(i, &signer)).collect())
         .encode()
         .expect("encode");
-    let t0 = Instant::now();
+    let t0 = Timestamp::from_secs(1_000);
     b.handle_message(bytes, now_at(t0, 0.0)).expect("wants it");
     // Two steps of 5 spend the burst of 10; the third waits half a second.
     assert_eq!(b.poll_work(now_at(t0, 0.0)), Work::More);
@@ -208,7 +222,7 @@ fn the_budget_says_when_and_the_deadline_comes_out() {
         panic!("expected a wait")
     };
     assert_eq!(b.poll_timeout(), Some(at));
-    let wait = at - t0;
+    let wait = at.saturating_duration_since(t0);
     assert!(
         wait >= Duration::from_millis(499) && wait <= Duration::from_millis(501),
         "{wait:?}"
@@ -230,17 +244,28 @@ fn the_send_side_rules_hold_however_a_message_is_sent() {
         Topics::one(topic),
     )))
     .expect("ok");
-    assert!(a.ephemeral().is_subscribed(&topic));
+    assert!(a
+        .ephemeral()
+        .expect("ephemeral state")
+        .is_subscribed(&topic));
     let unsubscribe = Message::Ephemeral(EphemeralMessage::Unsubscribe(Topics::one(topic)))
         .encode()
         .expect("encode");
     a.on_send_encoded(&unsubscribe).expect("ok");
-    assert!(!a.ephemeral().is_subscribed(&topic));
+    assert!(!a
+        .ephemeral()
+        .expect("ephemeral state")
+        .is_subscribed(&topic));
     // Handshake messages are refused both ways.
-    let challenge = Initiator::new(&key(3), Audience::Known(key(4).peer_id()), NOW, [1; 16])
-        .expect("challenge")
-        .challenge()
-        .clone();
+    let challenge = Initiator::new(
+        &key(3),
+        Audience::Known(key(4).peer_id()),
+        Now::from_secs(NOW),
+        [1; 16],
+    )
+    .expect("challenge")
+    .challenge()
+    .clone();
     assert_eq!(
         a.on_send_encoded(&challenge),
         Err(SendRefused::HandshakeAfterHandshake {
@@ -274,7 +299,7 @@ fn a_bad_loose_commit_rejects_the_whole_message() {
             item.blob().clone(),
         ),
     }));
-    let now = now_at(Instant::now(), 0.0);
+    let now = now_at(Timestamp::from_secs(1_000), 0.0);
     b.handle_message(msg.encode().expect("encode"), now)
         .expect("wants it");
     let (received, _) = drain(&mut b, now);
@@ -346,7 +371,7 @@ fn a_step_ends_early_at_a_mebibyte_of_blobs() {
             SignedItem::new(Signed::seal(&signer, &commit).expect("seal"), blob)
         })
         .collect();
-    let now = now_at(Instant::now(), 0.0);
+    let now = now_at(Timestamp::from_secs(1_000), 0.0);
     b.handle_message(response(commits).encode().expect("encode"), now)
         .expect("wants it");
     let (received, steps) = drain(&mut b, now);

@@ -15,6 +15,8 @@
 //! [`Topics::new`] sorts, so what we write is canonical. More than 65,535
 //! topics cannot be encoded (an error, never a truncated count).
 
+use alloc::vec;
+use alloc::vec::Vec;
 use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
@@ -69,14 +71,14 @@ impl Topics {
     }
 
     /// Iterates over the topics.
-    pub fn iter(&self) -> std::slice::Iter<'_, Topic> {
+    pub fn iter(&self) -> core::slice::Iter<'_, Topic> {
         self.0.iter()
     }
 }
 
 impl<'a> IntoIterator for &'a Topics {
     type Item = &'a Topic;
-    type IntoIter = std::slice::Iter<'a, Topic>;
+    type IntoIter = core::slice::Iter<'a, Topic>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()

@@ -33,8 +33,8 @@ pub enum Audience {
 /// assert!(text.starts_with("discovery id "));
 /// assert_eq!(text.len(), "discovery id ".len() + 64);
 /// ```
-impl std::fmt::Display for Audience {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for Audience {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Self::Known(peer) => write!(f, "peer {peer}"),
             Self::Discover(id) => {

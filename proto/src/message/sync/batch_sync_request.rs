@@ -10,6 +10,7 @@
 //!     Subscribe: 00 no, 01 yes; anything else is rejected
 //! ```
 
+use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::PeerId;
 use bytes::BufMut;

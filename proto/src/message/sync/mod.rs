@@ -64,6 +64,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use alloc::vec::Vec;
 use bijou_codec::{count, ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::{Schema, Verified, VerifiedBlob};
 use bytes::BufMut;
@@ -342,7 +343,7 @@ impl SyncMessage {
     #[must_use]
     pub fn verify_items(
         &self,
-        range: std::ops::Range<usize>,
+        range: core::ops::Range<usize>,
     ) -> Vec<Result<VerifiedItem, VerifyItemError>> {
         let Self::BatchSyncResponse(BatchSyncResponse {
             id,

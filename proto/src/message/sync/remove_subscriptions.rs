@@ -7,6 +7,7 @@
 //!   +-----------+---------------------------------------+
 //! ```
 
+use alloc::vec::Vec;
 use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
