@@ -16,6 +16,10 @@
 //!   Stream ◄── Session::poll_event()  Some(Ok(Received { bytes, result }))
 //!          ◄── Some(Err(TransportError))   the transport failed: the stream ends
 //!          ◄── None                        the peer closed
+//!
+//!   transport ◄── Session::poll_transmit()  the protocol's own answers (a SubscribeRejected),
+//!                                           written before anything of the caller's, and
+//!                                           written and flushed by the receive loop too
 //! ```
 //!
 //! Each received item keeps the exact message bytes, so a relay or an echo
@@ -111,6 +115,8 @@ pub struct Connection<T> {
     /// The budget's wait in progress.
     wait: Option<BudgetTimer>,
     ended: bool,
+    /// The session's own messages were written and not flushed yet.
+    transmits_unflushed: bool,
 }
 
 impl<T: Transport> Connection<T> {
@@ -169,6 +175,7 @@ impl<T: Transport> Connection<T> {
             clock: Clock::system(),
             wait: None,
             ended: false,
+            transmits_unflushed: false,
         }
     }
 
@@ -484,10 +491,40 @@ impl<T: Transport> Connection<T> {
             .publish(signer, topic, payload, self.clock.now())?)
     }
 
+    /// Ready for a message of the caller's once the session's own
+    /// messages ([`Session::poll_transmit`]) are written before it.
     fn poll_ready_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        ready!(self.poll_write_transmits(cx))?;
         Pin::new(&mut self.transport)
             .poll_ready(cx)
             .map_err(SendError::Transport)
+    }
+
+    /// Writes what the session sends on its own into the transport, each
+    /// message once the transport is ready for it.
+    fn poll_write_transmits(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        while self.session.has_transmit() {
+            ready!(Pin::new(&mut self.transport).poll_ready(cx)).map_err(SendError::Transport)?;
+            if let Some(message) = self.session.poll_transmit() {
+                self.transport.start_send_in_place(&message)?;
+                self.transmits_unflushed = true;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Writes and flushes what the session sends on its own, for a
+    /// connection that may only be receiving: its answers must still reach
+    /// the peer. Until they are out, nothing more is read (the session
+    /// takes no message while one waits), so a peer that does not read
+    /// stalls only itself.
+    fn poll_send_transmits(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
+        ready!(self.poll_write_transmits(cx)).map_err(transport_error)?;
+        if self.transmits_unflushed {
+            ready!(Pin::new(&mut self.transport).poll_flush(cx))?;
+            self.transmits_unflushed = false;
+        }
+        Poll::Ready(Ok(()))
     }
 
     fn start_send_bytes(&mut self, bytes: Bytes) -> Result<(), SendError> {
@@ -511,6 +548,15 @@ impl<T: Transport> Connection<T> {
     ) -> Poll<Option<Result<Received, TransportError>>> {
         let started = Instant::now();
         loop {
+            if self.session.has_transmit() || self.transmits_unflushed {
+                // Out now if the transport takes it, so the answer does not
+                // wait for the next poll; if not, the wait comes before the
+                // next read (below).
+                if let Poll::Ready(Err(e)) = self.poll_send_transmits(cx) {
+                    self.ended = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+            }
             if let Some(received) = self.session.poll_event() {
                 return Poll::Ready(Some(Ok(received)));
             }
@@ -533,6 +579,10 @@ impl<T: Transport> Connection<T> {
                         continue;
                     }
                 }
+            }
+            if let Err(e) = ready!(self.poll_send_transmits(cx)) {
+                self.ended = true;
+                return Poll::Ready(Some(Err(e)));
             }
             if self.ended {
                 return Poll::Ready(None);
@@ -557,6 +607,16 @@ impl<T: Transport> Connection<T> {
                 return yield_to_runtime(cx);
             }
         }
+    }
+}
+
+/// A failure to send one of the session's own messages, as the receive
+/// stream reports it: the transport's own error where it is one.
+fn transport_error(err: SendError) -> TransportError {
+    match err {
+        SendError::Transport(e) => e,
+        SendError::Frame(e) => e.into(),
+        other => TransportError::Other(Box::new(other)),
     }
 }
 
@@ -600,13 +660,17 @@ macro_rules! connection_sink {
             }
 
             fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
-                Pin::new(&mut self.get_mut().transport)
-                    .poll_flush(cx)
-                    .map_err(SendError::Transport)
+                let this = self.get_mut();
+                ready!(this.poll_write_transmits(cx))?;
+                ready!(Pin::new(&mut this.transport).poll_flush(cx)).map_err(SendError::Transport)?;
+                this.transmits_unflushed = false;
+                Poll::Ready(Ok(()))
             }
 
             fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
-                Pin::new(&mut self.get_mut().transport)
+                let this = self.get_mut();
+                ready!(this.poll_write_transmits(cx))?;
+                Pin::new(&mut this.transport)
                     .poll_close(cx)
                     .map_err(SendError::Transport)
             }

@@ -11,8 +11,7 @@ use bijou_codec::ReadError;
 use bijou_net::ephemeral::{EphemeralConfig, EphemeralRejected, PublishError};
 use bijou_net::handshake::{Clock, HandshakeConfig, Responder};
 use bijou_net::message::{
-    Audience, EphemeralMessage, EphemeralPayload, Message, MessageError, SignedEphemeral, Topic,
-    Topics,
+    Audience, EphemeralPayload, MessageError, SignedEphemeral, Topic, Topics,
 };
 use bijou_net::prefix::Bijou64;
 use bijou_net::transport::FramedTransport;
@@ -411,16 +410,12 @@ async fn subscriptions_both_ways_and_the_remote_topic_cap() {
             .count(),
         1024
     );
-    // The refused part, answered: b learns which topics a will not send.
-    a.send(Message::Ephemeral(EphemeralMessage::SubscribeRejected(
-        Topics::new(topics[1024..].to_vec()).expect("topics"),
-    )))
-    .await
-    .expect("send");
+    // The refused part, answered by a's session on its own (a only
+    // received): b learns which topics a will not send.
     let Ok(Delivered::SubscribeRejected(rejected)) = next(&mut b).await.result else {
         panic!("a SubscribeRejected");
     };
-    assert_eq!(rejected.len(), 476);
+    assert_eq!(rejected.as_slice(), &topics[1024..]);
 
     b.unsubscribe(Topics::new(topics[..10].to_vec()).expect("topics"))
         .await
@@ -464,4 +459,94 @@ async fn subscriptions_both_ways_and_the_remote_topic_cap() {
     let received = next(&mut b).await;
     assert_eq!(received.bytes.len(), 4 + 1 + 32 + 32 + 8 + 8 + 1 + 8 + 64);
     assert!(matches!(received.result, Ok(Delivered::Ephemeral(_))));
+}
+
+/// A sink that never takes anything: a peer that stopped reading.
+struct Stuck;
+
+impl futures::Sink<Bytes> for Stuck {
+    type Error = std::io::Error;
+
+    fn poll_ready(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Pending
+    }
+
+    fn start_send(self: std::pin::Pin<&mut Self>, _: Bytes) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Pending
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Pending
+    }
+}
+
+/// The session answers topics over the cap itself, and a peer that sends
+/// Subscribes over the cap without reading our answers can make us hold
+/// one answer: the connection stops reading until it is written.
+#[test]
+fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
+    use bijou_net::handshake::Initiator;
+    use bijou_net::time::Now;
+    use bijou_net::transport::LengthChecked;
+    use futures::FutureExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let (alice, bob) = (key(1), key(2));
+    let initiator = Initiator::new(
+        &alice,
+        Audience::Known(bob.peer_id()),
+        Now::from_secs(NOW),
+        [3; 16],
+    )
+    .expect("challenge");
+    let answer = Responder::new(handshake_config()).answer(
+        &bob,
+        initiator.challenge().clone(),
+        Now::from_secs(NOW),
+    );
+    let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+    let taken = Arc::new(AtomicUsize::new(0));
+    let counted = rx.inspect({
+        let taken = taken.clone();
+        move |_| {
+            taken.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let mut conn = Connection::established(
+        LengthChecked::new(counted, Stuck),
+        bob.peer_id(),
+        answer.outcome.expect("accepted"),
+    );
+    let mut limits = EphemeralConfig::default();
+    limits.max_remote_topics = 1;
+    conn.set_ephemeral_config(limits);
+    let topics: Vec<Topic> = (1..=3u8).map(|i| Topic::new([i; 32])).collect();
+    for _ in 0..100 {
+        tx.unbounded_send(Ok(control(0x01, 3, &topics)))
+            .expect("queued");
+    }
+    let first = conn.next().now_or_never().expect("delivered at once");
+    assert!(matches!(
+        first.expect("one").expect("transport").result,
+        Ok(Delivered::Subscribed(outcome)) if outcome.rejected.as_ref().map(|r| r.len()) == Some(2)
+    ));
+    for _ in 0..10 {
+        assert!(conn.next().now_or_never().is_none(), "waits for the write");
+    }
+    assert_eq!(taken.load(Ordering::Relaxed), 1, "nothing more was read");
+    assert!(conn.session().has_transmit(), "the one answer, held");
 }

@@ -21,6 +21,10 @@
 //!                                 poll_work ──► its signature, paid from the budget, checked
 //!                                               against the handshake's peer ──► poll_event()
 //!
+//!   the protocol's own messages (a SubscribeRejected for topics over the cap)
+//!                                ──► poll_transmit() ──► bytes to send, before the caller's
+//!                                    (while one waits, wants_message() is false)
+//!
 //!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
 //!                                               Subscribe/Unsubscribe) ──► bytes to send
 //!   (the one send rule, however a message leaves: encoded here, written
@@ -88,6 +92,8 @@ use alloc::boxed::Box;
 mod config;
 mod pending;
 mod received;
+
+use alloc::collections::VecDeque;
 
 use bijou_codec::{Wire, WriteError};
 use bijou_signing::{Identity, PeerId};
@@ -157,6 +163,10 @@ pub struct Session {
     /// Made on first use: most connections never carry an ephemeral
     /// message, and an idle one then holds a pointer, not the state.
     ephemeral: Option<Box<EphemeralSession>>,
+    /// Messages the protocol sends on its own ([`Session::poll_transmit`]),
+    /// oldest first; made when needed and dropped once drained.
+    #[allow(clippy::box_collection)] // 8 bytes in an idle session, not 32
+    outbound: Option<Box<VecDeque<Message>>>,
     /// The seed of the ephemeral state's generator, the session's only
     /// random draws (kept, not a generator, until it is made).
     seed: [u8; 32],
@@ -196,6 +206,7 @@ impl Session {
             step: config.verify_step.max(1),
             inbound: None,
             ephemeral,
+            outbound: None,
             seed,
         }
     }
@@ -267,10 +278,38 @@ impl Session {
     }
 
     /// Whether the session takes another received message now: nothing is
-    /// being verified and no event waits.
+    /// being verified, no event waits, and nothing waits in
+    /// [`Session::poll_transmit`] (so a peer that does not read what we
+    /// answer stops being read: at most one answer is ever queued).
     #[must_use]
     pub fn wants_message(&self) -> bool {
-        self.inbound.is_none()
+        self.inbound.is_none() && self.outbound.is_none()
+    }
+
+    /// The next message the protocol sends on its own, oldest first: write
+    /// it before any message of the caller's, so the peer sees them in the
+    /// order they were decided. Today: the `SubscribeRejected` answering
+    /// the topics of a peer's Subscribe beyond
+    /// [`EphemeralConfig::max_remote_topics`].
+    pub fn poll_transmit(&mut self) -> Option<Message> {
+        let queue = self.outbound.as_mut()?;
+        let message = queue.pop_front();
+        if queue.is_empty() {
+            self.outbound = None;
+        }
+        message
+    }
+
+    /// Whether [`Session::poll_transmit`] has a message.
+    #[must_use]
+    pub fn has_transmit(&self) -> bool {
+        self.outbound.is_some()
+    }
+
+    fn transmit(&mut self, message: Message) {
+        self.outbound
+            .get_or_insert_with(Box::default)
+            .push_back(message);
     }
 
     /// Whether verification work is pending ([`Session::poll_work`]).
@@ -298,7 +337,16 @@ impl Session {
             _ => None,
         };
         match Pending::start(frame, ephemeral, Some(peer), now) {
-            Start::Answered(received) => self.inbound = Some(Box::new(Inbound::Ready(received))),
+            Start::Answered(received) => {
+                // The part of a Subscribe over the cap is answered by the
+                // protocol, not the caller.
+                if let Ok(Delivered::Subscribed(outcome)) = &received.result {
+                    if let Some(rejected) = outcome.rejected.clone() {
+                        self.transmit(EphemeralMessage::SubscribeRejected(rejected).into());
+                    }
+                }
+                self.inbound = Some(Box::new(Inbound::Ready(received)));
+            }
             Start::Verify(pending) => {
                 self.inbound = Some(Box::new(Inbound::Verifying {
                     pending,

@@ -89,8 +89,10 @@ pub enum Delivered {
     /// An ephemeral message for a topic we subscribed to: in time, not
     /// seen before, and verified.
     Ephemeral(Verified<EphemeralPayload>),
-    /// The peer subscribed to topics (recorded, up to the cap; answer
-    /// the `rejected` ones with a `SubscribeRejected`).
+    /// The peer subscribed to topics (recorded, up to the cap; the
+    /// session answers the `rejected` ones itself with a
+    /// `SubscribeRejected`, waiting in
+    /// [`Session::poll_transmit`](super::Session::poll_transmit)).
     Subscribed(SubscribeOutcome),
     /// The peer unsubscribed from topics (recorded).
     Unsubscribed(Topics),

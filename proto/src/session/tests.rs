@@ -28,7 +28,7 @@ fn now_at(t0: Timestamp, secs: f64) -> Now {
 }
 
 /// A completed handshake between two fresh keys, driven by hand.
-fn pair() -> (Session, Session) {
+fn pair_with(a: SessionConfig, b: SessionConfig) -> (Session, Session) {
     let (alice, bob) = (key(1), key(2));
     let initiator = Initiator::new(
         &alice,
@@ -47,9 +47,14 @@ fn pair() -> (Session, Session) {
         .receive(answer.reply.expect("a response"))
         .expect("response");
     (
-        Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32])),
-        Session::new(bob.peer_id(), at_bob, SessionConfig::new([2; 32])),
+        Session::new(alice.peer_id(), at_alice, a),
+        Session::new(bob.peer_id(), at_bob, b),
     )
+}
+
+/// [`pair_with`] the default settings.
+fn pair() -> (Session, Session) {
+    pair_with(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]))
 }
 
 fn tree() -> SedimentreeId {
@@ -378,4 +383,63 @@ fn a_step_ends_early_at_a_mebibyte_of_blobs() {
     assert_eq!(steps, 5);
     let verified = received.result.expect("ok").into_sync().expect("sync");
     assert_eq!(verified.items.len(), 10);
+}
+
+/// The part of a peer's Subscribe over the topic cap is answered by the
+/// session itself, in `poll_transmit`, and nothing more is read until it
+/// is taken: the queue never holds more than that one answer.
+#[test]
+fn topics_over_the_cap_are_refused_by_the_session_itself() {
+    let mut config = SessionConfig::new([1; 32]);
+    config.ephemeral.max_remote_topics = 2;
+    let (mut a, mut b) = pair_with(config, SessionConfig::new([2; 32]));
+    let now = Now::from_secs(NOW);
+    let topics: Vec<Topic> = (1..=5u8).map(|i| Topic::new([i; 32])).collect();
+    let subscribe = Message::Ephemeral(EphemeralMessage::Subscribe(
+        Topics::new(topics.clone()).expect("topics"),
+    ));
+    assert!(!a.has_transmit());
+    a.handle_message(b.encode(&subscribe).expect("encode"), now)
+        .expect("wants it");
+    match a.poll_event().expect("answered at once").result {
+        Ok(Delivered::Subscribed(outcome)) => assert_eq!(outcome.accepted, topics[..2]),
+        other => panic!("{other:?}"),
+    }
+    // The answer waits, and holds the reading back.
+    assert!(a.has_transmit());
+    assert!(!a.wants_message());
+    let again = b.encode(&subscribe).expect("encode");
+    assert!(matches!(a.handle_message(again.clone(), now), Err(Busy(bytes)) if bytes == again));
+    let answer = a.poll_transmit().expect("the refusal");
+    assert_eq!(
+        answer,
+        Message::Ephemeral(EphemeralMessage::SubscribeRejected(
+            Topics::new(topics[2..].to_vec()).expect("topics")
+        ))
+    );
+    assert!(a.poll_transmit().is_none());
+    assert!(!a.has_transmit());
+    assert!(a.wants_message());
+    // B learns which topics A will not send.
+    b.handle_message(a.encode(&answer).expect("encode"), now)
+        .expect("wants it");
+    match b.poll_event().expect("answered at once").result {
+        Ok(Delivered::SubscribeRejected(rejected)) => assert_eq!(rejected.as_slice(), &topics[2..]),
+        other => panic!("{other:?}"),
+    }
+    // The same Subscribe again: the three over the cap are refused again;
+    // one within the cap is answered by nobody.
+    a.handle_message(b.encode(&subscribe).expect("encode"), now)
+        .expect("wants it");
+    assert!(a.poll_event().is_some());
+    let Some(Message::Ephemeral(EphemeralMessage::SubscribeRejected(rest))) = a.poll_transmit()
+    else {
+        panic!("the same three topics are over the cap again");
+    };
+    assert_eq!(rest.len(), 3);
+    let within = Message::Ephemeral(EphemeralMessage::Subscribe(Topics::one(topics[0])));
+    a.handle_message(b.encode(&within).expect("encode"), now)
+        .expect("wants it");
+    assert!(a.poll_event().is_some());
+    assert!(a.poll_transmit().is_none());
 }
