@@ -116,6 +116,27 @@ pub trait Wire: Sized {
     /// encoder never truncates).
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError>;
 
+    /// [`Wire::write_to`] for a caller that already has
+    /// [`Wire::wire_len`]'s answer for this value, `len`: a type whose
+    /// wire form states its own length (a `TotalSize` field) writes it
+    /// from `len` instead of walking the value a second time. By default,
+    /// `write_to`.
+    ///
+    /// `len` must be what `wire_len` returned for this very value; any
+    /// other number makes a type that uses it write a wrong length field.
+    ///
+    /// # Errors
+    ///
+    /// As [`Wire::write_to`].
+    fn write_sized<B: BufMut + ?Sized>(
+        &self,
+        w: &mut Writer<'_, B>,
+        len: usize,
+    ) -> Result<(), WriteError> {
+        let _ = len;
+        self.write_to(w)
+    }
+
     /// Reads one value from the front of `r`, strictly, leaving the rest.
     ///
     /// # Errors
@@ -136,7 +157,7 @@ pub trait Wire: Sized {
         if have < len {
             return Err(WriteError::BufferTooSmall { need: len, have });
         }
-        self.write_to(&mut Writer::new(out))?;
+        self.write_sized(&mut Writer::new(out), len)?;
         debug_assert_eq!(
             have - out.remaining_mut(),
             len,
@@ -155,7 +176,7 @@ pub trait Wire: Sized {
         let len = self.wire_len()?;
         let mut out = BytesMut::with_capacity(len);
         // The length is known and a `BytesMut` grows: no second count.
-        self.write_to(&mut Writer::growing(&mut out))?;
+        self.write_sized(&mut Writer::growing(&mut out), len)?;
         debug_assert_eq!(out.len(), len, "wire_len disagrees with write_to");
         Ok(out.freeze())
     }

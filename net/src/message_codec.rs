@@ -223,7 +223,7 @@ pub(crate) fn encode_in_place<P: LengthPrefix>(
     let body = dst.len();
     // `put_prefix` reserved `len`; the counts were checked by `encoded_len`,
     // so this write cannot fail short of a bug, and it does not count again.
-    if let Err(e) = msg.write_in_place(dst) {
+    if let Err(e) = msg.write_in_place(dst, len) {
         dst.truncate(start);
         return Err(e.into());
     }

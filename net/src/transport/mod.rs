@@ -116,8 +116,9 @@ pub trait Transport:
     /// [`SendError::Encode`] if the message does not encode,
     /// [`SendError::Transport`] if the transport refuses it.
     fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
-        let mut buf = BytesMut::with_capacity(message.encoded_len()?);
-        message.write_in_place(&mut buf)?;
+        let len = message.encoded_len()?;
+        let mut buf = BytesMut::with_capacity(len);
+        message.write_in_place(&mut buf, len)?;
         Pin::new(self)
             .start_send(buf.freeze())
             .map_err(SendError::Transport)
@@ -135,12 +136,14 @@ pub trait WriteInPlace {
     /// [`WriteError`]: a count does not fit its field.
     fn encoded_len(&self) -> Result<usize, WriteError>;
 
-    /// Appends the bytes to `dst`.
+    /// Appends the bytes to `dst`; `len` is what
+    /// [`WriteInPlace::encoded_len`] returned (a message whose wire form
+    /// states its own length writes it from `len`, without a second pass).
     ///
     /// # Errors
     ///
     /// [`WriteError`], with `dst` possibly partly written.
-    fn write_in_place(&self, dst: &mut BytesMut) -> Result<(), WriteError>;
+    fn write_in_place(&self, dst: &mut BytesMut, len: usize) -> Result<(), WriteError>;
 }
 
 impl<T: Wire> WriteInPlace for T {
@@ -148,8 +151,8 @@ impl<T: Wire> WriteInPlace for T {
         self.wire_len()
     }
 
-    fn write_in_place(&self, dst: &mut BytesMut) -> Result<(), WriteError> {
-        self.write_to(&mut Writer::growing(dst))
+    fn write_in_place(&self, dst: &mut BytesMut, len: usize) -> Result<(), WriteError> {
+        self.write_sized(&mut Writer::growing(dst), len)
     }
 }
 

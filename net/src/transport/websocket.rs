@@ -788,7 +788,7 @@ where
         let mask = self.mask();
         encode_header(&mut self.write_buf, true, OpCode::Binary, len, mask);
         let start = self.write_buf.len();
-        if let Err(e) = message.write_in_place(&mut self.write_buf) {
+        if let Err(e) = message.write_in_place(&mut self.write_buf, len) {
             self.write_buf.truncate(frame_start);
             return Err(e.into());
         }

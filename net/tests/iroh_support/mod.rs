@@ -78,7 +78,7 @@ impl RawPeer {
         let initiator = Initiator::new(
             me,
             Audience::Known(server_key.peer_id()),
-            bijou_net::time::Clock::system().unix_secs(),
+            bijou_net::time::Clock::system().now(),
             rand::random(),
         )
         .expect("sign");

@@ -192,6 +192,19 @@ impl Wire for Message {
         }
     }
 
+    fn write_sized<B: BufMut + ?Sized>(
+        &self,
+        w: &mut Writer<'_, B>,
+        len: usize,
+    ) -> Result<(), WriteError> {
+        match self {
+            Self::Sync(msg) => msg.write_sized(w, len),
+            Self::Handshake(msg) => msg.write_sized(w, len),
+            Self::Ephemeral(msg) => msg.write_sized(w, len),
+            Self::Keyhive(msg) => msg.write_sized(w, len),
+        }
+    }
+
     fn read_from(r: &mut Reader<'_>) -> Result<Self, MessageError> {
         match r.peek_array::<4>() {
             Some(SYNC_SCHEMA) => SyncMessage::read_from(r).map(Self::Sync),

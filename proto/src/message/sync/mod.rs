@@ -424,9 +424,17 @@ impl Wire for SyncMessage {
     }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
-        let total = self.wire_len()?;
+        self.write_sized(w, self.wire_len()?)
+    }
+
+    /// `TotalSize` is `len`: the payload is walked once, not twice.
+    fn write_sized<B: BufMut + ?Sized>(
+        &self,
+        w: &mut Writer<'_, B>,
+        len: usize,
+    ) -> Result<(), WriteError> {
         w.bytes(&SYNC_SCHEMA);
-        w.count_u32("total_size", total)?;
+        w.count_u32("total_size", len)?;
         w.u8(self.tag());
         self.write_payload(w)
     }
