@@ -3,18 +3,22 @@
 //! The Subduction protocol without a runtime: wire types and state
 //! machines that take bytes and the time and give back what to send, what
 //! was delivered and when to call again, like quinn-proto under quinn or
-//! rustls under tokio-rustls. This crate names no async or I/O crate;
-//! `bijou-net` is the async shell around it.
+//! rustls under tokio-rustls. This crate names no async or I/O crate,
+//! reads no clock and draws no randomness of its own; `bijou-net` is the
+//! async shell around it. Without its default `std` feature it is
+//! `no_std` + `alloc` (it builds for `wasm32-unknown-unknown`): the driver
+//! then supplies the time and the seeds.
 //!
 //! ```text
 //!   bijou-net (async shell)   transports · handshake drivers with timeouts · Connection
-//!        │  bytes, Now                                 ▲ Received, bytes to send, deadlines
+//!        │  bytes, Now, seeds                          ▲ Received, poll_transmit, deadlines
 //!        ▼                                             │
 //!   bijou-proto (sans-IO)     message      SUM/SUH/SUE/SUK: one Message type (decode strict, encode exact)
 //!                             handshake    Initiator, Responder (+ NonceCache, the replay cache)
 //!                             session      Session: the connection after the handshake, with
 //!                                          VerifyBudget pacing and EphemeralSession
-//!                             time         Clock / TimeProvider: one injectable time source
+//!                             time         Now, Timestamp, Clock / TimeProvider: one time source
+//!                             rng          SeededRng: every random draw, from the driver's seed
 //! ```
 //!
 //! - [`message`]: Subduction-compatible messages: the `SUM\0` sync
@@ -31,6 +35,8 @@
 //!   ([`ephemeral`]), and the send-side rules.
 //! - [`time`]: [`Clock`], the one time source a driver reads
 //!   and passes in as [`Now`].
+//! - [`rng`]: [`SeededRng`](rng::SeededRng), from which every random
+//!   number is drawn (seeded by [`SessionConfig`] for a session).
 //!
 //! [`Initiator`]: handshake::Initiator
 //! [`Responder`]: handshake::Responder
