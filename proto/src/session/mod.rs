@@ -160,16 +160,22 @@ pub struct Session {
     /// [`Session::poll_event`]; boxed, so an idle session holds a pointer,
     /// not a message's worth of inline space.
     inbound: Option<Box<Inbound>>,
-    /// Made on first use: most connections never carry an ephemeral
-    /// message, and an idle one then holds a pointer, not the state.
-    ephemeral: Option<Box<EphemeralSession>>,
-    /// Messages the protocol sends on its own ([`Session::poll_transmit`]),
-    /// oldest first; made when needed and dropped once drained.
-    #[allow(clippy::box_collection)] // 8 bytes in an idle session, not 32
-    outbound: Option<Box<VecDeque<Message>>>,
+    /// The ephemeral state and the protocol's own messages, made on first
+    /// use: most connections never carry an ephemeral message, and an idle
+    /// one then holds a pointer, not the state.
+    extras: Option<Box<Extras>>,
     /// The seed of the ephemeral state's generator, the session's only
     /// random draws (kept, not a generator, until it is made).
     seed: [u8; 32],
+}
+
+/// The parts of a session an idle connection does without.
+#[derive(Debug, Default)]
+struct Extras {
+    ephemeral: Option<EphemeralSession>,
+    /// Messages the protocol sends on its own ([`Session::poll_transmit`]),
+    /// oldest first; its buffer is freed once drained.
+    outbound: VecDeque<Message>,
 }
 
 /// The one received message a session holds at a time.
@@ -193,11 +199,14 @@ impl Session {
     pub fn new(local: PeerId, remote: Authenticated, config: SessionConfig) -> Self {
         let seed = config.seed;
         // Made on first use unless its limits were set.
-        let ephemeral = (config.ephemeral != EphemeralConfig::default()).then(|| {
-            Box::new(EphemeralSession::new(
-                config.ephemeral,
-                SeededRng::from_seed(seed),
-            ))
+        let extras = (config.ephemeral != EphemeralConfig::default()).then(|| {
+            Box::new(Extras {
+                ephemeral: Some(EphemeralSession::new(
+                    config.ephemeral,
+                    SeededRng::from_seed(seed),
+                )),
+                outbound: VecDeque::new(),
+            })
         });
         Self {
             local,
@@ -205,8 +214,7 @@ impl Session {
             budget: Bucket::new(config.verify_budget),
             step: config.verify_step.max(1),
             inbound: None,
-            ephemeral,
-            outbound: None,
+            extras,
             seed,
         }
     }
@@ -258,17 +266,17 @@ impl Session {
     /// ephemeral limits were set: no subscriptions either way.
     #[must_use]
     pub fn ephemeral(&self) -> Option<&EphemeralSession> {
-        self.ephemeral.as_deref()
+        self.extras.as_ref()?.ephemeral.as_ref()
     }
 
     fn ephemeral_mut(&mut self) -> &mut EphemeralSession {
         let seed = self.seed;
-        self.ephemeral.get_or_insert_with(|| {
-            Box::new(EphemeralSession::new(
-                EphemeralConfig::default(),
-                SeededRng::from_seed(seed),
-            ))
-        })
+        self.extras
+            .get_or_insert_with(Box::default)
+            .ephemeral
+            .get_or_insert_with(|| {
+                EphemeralSession::new(EphemeralConfig::default(), SeededRng::from_seed(seed))
+            })
     }
 
     /// Replaces the ephemeral limits; subscriptions are kept, the
@@ -283,7 +291,7 @@ impl Session {
     /// answer stops being read: at most one answer is ever queued).
     #[must_use]
     pub fn wants_message(&self) -> bool {
-        self.inbound.is_none() && self.outbound.is_none()
+        self.inbound.is_none() && !self.has_transmit()
     }
 
     /// The next message the protocol sends on its own, oldest first: write
@@ -292,10 +300,11 @@ impl Session {
     /// the topics of a peer's Subscribe beyond
     /// [`EphemeralConfig::max_remote_topics`].
     pub fn poll_transmit(&mut self) -> Option<Message> {
-        let queue = self.outbound.as_mut()?;
+        let queue = &mut self.extras.as_mut()?.outbound;
         let message = queue.pop_front();
         if queue.is_empty() {
-            self.outbound = None;
+            // Nothing held while idle.
+            *queue = VecDeque::new();
         }
         message
     }
@@ -303,12 +312,15 @@ impl Session {
     /// Whether [`Session::poll_transmit`] has a message.
     #[must_use]
     pub fn has_transmit(&self) -> bool {
-        self.outbound.is_some()
+        self.extras
+            .as_ref()
+            .is_some_and(|extras| !extras.outbound.is_empty())
     }
 
     fn transmit(&mut self, message: Message) {
-        self.outbound
+        self.extras
             .get_or_insert_with(Box::default)
+            .outbound
             .push_back(message);
     }
 
@@ -370,7 +382,9 @@ impl Session {
         };
         match pending.step(
             &mut self.budget,
-            self.ephemeral.as_deref_mut(),
+            self.extras
+                .as_mut()
+                .and_then(|extras| extras.ephemeral.as_mut()),
             self.step,
             now,
         ) {
