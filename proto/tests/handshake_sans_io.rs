@@ -3,7 +3,7 @@
 //! driven with bytes and the time alone.
 
 use bijou_codec::Wire;
-use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, Responder};
+use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, NonceCache, Responder};
 use bijou_proto::message::{
     Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
 };
@@ -215,4 +215,167 @@ fn the_initiator_checks_the_reply() {
     ));
     // And the real one passes.
     assert!(initiator.receive(sealed(&bob, &ours)).is_ok());
+}
+
+/// A responder over a fixed time with `max_drift` and a nonce cache of
+/// `capacity` entries (keyed from a fixed seed: the test is deterministic).
+fn responder_with(max_drift: u64, capacity: usize) -> Responder {
+    let mut config = HandshakeConfig::default();
+    config.max_drift = std::time::Duration::from_secs(max_drift);
+    let cache = NonceCache::keyed(config.max_drift, capacity, [3; 16]);
+    Responder::with_nonce_cache(config, std::sync::Arc::new(cache))
+}
+
+fn accepted(responder: &Responder, message: Bytes, now: u64) -> bool {
+    let answer = responder.answer(&key(2), message, Now::from_secs(now));
+    match answer.outcome {
+        Ok(_) => {
+            let reply = answer.reply.expect("a response");
+            assert!(matches!(
+                HandshakeMessage::decode(reply).expect("decodes"),
+                HandshakeMessage::Response(_)
+            ));
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_discovery_id_is_accepted_only_when_it_is_the_configured_one() {
+    let responder = Responder::new(HandshakeConfig::default()).with_discovery_id([5; 32]);
+    let ok = challenge(1, Audience::Discover([5; 32]), NOW, 1);
+    assert!(accepted(&responder, ok.challenge().clone(), NOW));
+    let other = challenge(1, Audience::Discover([6; 32]), NOW, 2);
+    assert_eq!(
+        refusal(&responder, other.challenge().clone(), NOW),
+        RejectionReason::InvalidAudience
+    );
+}
+
+#[test]
+fn another_keys_signature_over_an_honest_challenge_is_refused() {
+    let responder = responder();
+    let me = Audience::Known(key(2).peer_id());
+    let honest = challenge(1, me, NOW, 1).challenge().to_vec();
+    let theirs = challenge(3, me, NOW, 1).challenge().to_vec();
+    // The honest challenge's bytes with key 3's signature (the last 64).
+    let mut swapped = honest.clone();
+    let at = swapped.len() - 64;
+    swapped[at..].copy_from_slice(&theirs[at..]);
+    let answer = responder.answer(&key(2), Bytes::from(swapped), Now::from_secs(NOW));
+    assert!(matches!(
+        answer.outcome,
+        Err(HandshakeError::Refused {
+            reason: RejectionReason::InvalidSignature,
+            signature: Some(_),
+        })
+    ));
+    // Neither used up the nonce: the honest one still gets in once.
+    assert!(accepted(&responder, Bytes::from(honest), NOW));
+}
+
+#[test]
+fn the_drift_check_holds_exactly_at_the_configured_bound() {
+    assert_eq!(
+        HandshakeConfig::default().max_drift,
+        std::time::Duration::from_secs(600)
+    );
+    let responder = responder_with(30, 1_024);
+    let me = Audience::Known(key(2).peer_id());
+    for (i, (at, ok)) in [
+        (NOW - 30, true),
+        (NOW + 30, true),
+        (NOW - 31, false),
+        (NOW + 31, false),
+        (0, false),
+        (u64::MAX, false),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let nonce = u8::try_from(i).expect("small");
+        let sent = challenge(1, me, at, nonce).challenge().clone();
+        if ok {
+            assert!(accepted(&responder, sent, NOW), "stamped {at}");
+        } else {
+            assert_eq!(
+                refusal(&responder, sent, NOW),
+                RejectionReason::ClockDrift,
+                "stamped {at}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_replay_is_refused_and_a_fresh_nonce_from_the_same_peer_is_not() {
+    let responder = responder();
+    let me = Audience::Known(key(2).peer_id());
+    let hello = challenge(1, me, NOW, 9).challenge().clone();
+    assert!(accepted(&responder, hello.clone(), NOW));
+    assert_eq!(
+        refusal(&responder, hello, NOW),
+        RejectionReason::ReplayedNonce
+    );
+    assert!(accepted(
+        &responder,
+        challenge(1, me, NOW, 10).challenge().clone(),
+        NOW
+    ));
+}
+
+/// With room for one nonce, a fresh challenge still gets in (the older
+/// entry is forgotten and becomes the floor), and the forgotten one's
+/// replay is refused, not accepted.
+#[test]
+fn a_full_replay_cache_lets_fresh_challenges_in_and_never_a_replay() {
+    let responder = responder_with(600, 1);
+    let me = Audience::Known(key(2).peer_id());
+    let first = challenge(1, me, NOW - 1, 1).challenge().clone();
+    assert!(accepted(&responder, first.clone(), NOW));
+    assert!(accepted(
+        &responder,
+        challenge(3, me, NOW, 2).challenge().clone(),
+        NOW
+    ));
+    assert_eq!(responder.nonce_cache_state(), (1, Some(NOW - 1)));
+    assert_eq!(
+        refusal(&responder, first, NOW),
+        RejectionReason::ReplayedNonce
+    );
+}
+
+/// Signature, then audience, then drift, then the nonce; a challenge
+/// refused before the nonce check leaves its nonce unused.
+#[test]
+fn the_checks_run_in_order_and_a_refusal_uses_up_no_nonce() {
+    let responder = responder();
+    let me = Audience::Known(key(2).peer_id());
+    let other = Audience::Known(key(3).peer_id());
+    let forge = |bytes: &Bytes| {
+        let mut forged = bytes.to_vec();
+        let at = forged.len() - 10;
+        forged[at] ^= 1;
+        Bytes::from(forged)
+    };
+    let everything_wrong = challenge(1, other, 0, 1).challenge().clone();
+    assert_eq!(
+        refusal(&responder, forge(&everything_wrong), NOW),
+        RejectionReason::InvalidSignature
+    );
+    assert_eq!(
+        refusal(&responder, everything_wrong, NOW),
+        RejectionReason::InvalidAudience
+    );
+    assert_eq!(
+        refusal(&responder, challenge(1, me, 0, 1).challenge().clone(), NOW),
+        RejectionReason::ClockDrift
+    );
+    let good = challenge(1, me, NOW, 1).challenge().clone();
+    assert!(accepted(&responder, good.clone(), NOW));
+    assert_eq!(
+        refusal(&responder, good, NOW),
+        RejectionReason::ReplayedNonce
+    );
 }
