@@ -379,3 +379,82 @@ fn the_checks_run_in_order_and_a_refusal_uses_up_no_nonce() {
         RejectionReason::ReplayedNonce
     );
 }
+
+/// Both sides with a signer that answers later: the same bytes an
+/// in-memory key makes, and a signature that does not verify is refused
+/// with nothing to send.
+#[test]
+fn a_signer_that_answers_later_signs_the_same_handshake() {
+    use bijou_proto::handshake::Answering;
+
+    let (client, server) = (key(1), key(2));
+    let audience = Audience::Known(server.peer_id());
+    let now = Now::from_secs(NOW);
+    let unsigned =
+        Initiator::unsigned(client.verifying_key(), audience, now, [4; 16]).expect("encodes");
+    // Another key's signature, or one over other bytes: refused.
+    for wrong in [
+        key(3).sign_message(unsigned.message()).expect("sign"),
+        client.sign_message(b"something else").expect("sign"),
+    ] {
+        assert!(matches!(
+            unsigned.clone().sign(&wrong),
+            Err(HandshakeError::OwnSignature(_))
+        ));
+    }
+    let signature = client.sign_message(unsigned.message()).expect("sign");
+    let initiator = unsigned.sign(&signature).expect("verifies");
+    let direct = Initiator::new(&client, audience, now, [4; 16]).expect("challenge");
+    assert_eq!(initiator.challenge(), direct.challenge());
+
+    // The responder: every check now, the signature later.
+    let responder = responder();
+    let Answering::Sign(pending) =
+        responder.answer_unsigned(server.verifying_key(), initiator.challenge().clone(), now)
+    else {
+        panic!("accepted");
+    };
+    let wrong = key(3).sign_message(pending.message()).expect("sign");
+    let refused = pending.sign(&wrong);
+    assert!(refused.reply.is_none(), "nothing to send");
+    assert!(matches!(
+        refused.outcome,
+        Err(HandshakeError::OwnSignature(_))
+    ));
+    // The nonce was used by that acceptance: the same challenge again is a
+    // replay, refused at once with nothing to sign.
+    let Answering::Now(replay) =
+        responder.answer_unsigned(server.verifying_key(), initiator.challenge().clone(), now)
+    else {
+        panic!("a refusal needs no signature");
+    };
+    assert!(matches!(
+        replay.outcome,
+        Err(HandshakeError::Refused {
+            reason: RejectionReason::ReplayedNonce,
+            ..
+        })
+    ));
+    // A fresh challenge, signed properly: the same reply as `answer`.
+    let fresh = Initiator::new(&client, audience, now, [5; 16]).expect("challenge");
+    let Answering::Sign(pending) =
+        responder.answer_unsigned(server.verifying_key(), fresh.challenge().clone(), now)
+    else {
+        panic!("accepted");
+    };
+    let signature = server.sign_message(pending.message()).expect("sign");
+    let answer = pending.sign(&signature);
+    let reply = answer.reply.expect("a response");
+    let other = responder_with(600, 16);
+    let direct = other.answer(&server, fresh.challenge().clone(), now);
+    assert_eq!(
+        Some(&reply),
+        direct.reply.as_ref(),
+        "the same response bytes"
+    );
+    assert_eq!(answer.outcome.expect("accepted").peer(), client.peer_id());
+    assert_eq!(
+        fresh.receive(reply).expect("verified").peer(),
+        server.peer_id()
+    );
+}

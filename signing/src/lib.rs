@@ -110,6 +110,7 @@ pub mod payload;
 pub mod peer_id;
 pub mod signed;
 pub mod strict;
+pub mod unsigned;
 pub mod verified;
 
 pub use batch::{verify_batch, verify_batch_refs};
@@ -121,6 +122,7 @@ pub use identity::Identity;
 pub use payload::{Payload, Schema, ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
 pub use peer_id::PeerId;
 pub use signed::Signed;
+pub use unsigned::Unsigned;
 pub use verified::Verified;
 
 /// `serde`, for the `impl_hex_text!` macro's expansion in other crates.

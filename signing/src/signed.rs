@@ -46,12 +46,12 @@
 use core::fmt;
 
 use bijou_codec::{Reader, Wire, WriteError, Writer};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use ed25519_dalek::{Signature, VerifyingKey};
 
 use crate::{
     payload::{header_len, SCHEMA_LEN, SIGNATURE_LEN},
-    strict, DecodeError, Digest, Identity, Payload, PeerId, Schema, SealError, Verified,
+    strict, DecodeError, Digest, Identity, Payload, PeerId, Schema, SealError, Unsigned, Verified,
     VerifyError,
 };
 
@@ -113,25 +113,37 @@ impl<T: Payload> Signed<T> {
     /// [`SealError::Encode`] if a count does not fit its field,
     /// [`SealError::Signer`] if the signer fails.
     pub fn seal<S: Identity + ?Sized>(signer: &S, payload: &T) -> Result<Self, SealError> {
-        let issuer = signer.verifying_key();
-        let len = header_len::<T>() + payload.wire_len()? + SIGNATURE_LEN;
-        let mut out = BytesMut::with_capacity(len);
-        out.put_slice(&T::SCHEMA);
-        if let Some(discriminant) = T::DISCRIMINANT {
-            out.put_u8(discriminant);
-        }
-        out.put_slice(issuer.as_bytes());
-        payload.encode_into(&mut out)?;
+        let unsigned = Unsigned::new(signer.verifying_key(), payload)?;
         let signature = signer
-            .sign_message(&out)
+            .sign_message(unsigned.message())
             .map_err(|reason| SealError::Signer { reason })?;
-        out.put_slice(&signature.to_bytes());
-        Ok(Self {
-            bytes: out.freeze(),
-            issuer: PeerId::from(issuer),
+        Ok(unsigned.sign_unchecked(signature))
+    }
+
+    /// The first half of [`Signed::seal`], for a signer that answers later:
+    /// `payload` encoded as `issuer`'s, waiting for its signature (see
+    /// [`unsigned`](crate::unsigned)).
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError`] if a count does not fit its
+    /// field.
+    pub fn unsigned(issuer: VerifyingKey, payload: &T) -> Result<Unsigned<T>, WriteError> {
+        Unsigned::new(issuer, payload)
+    }
+
+    pub(crate) fn from_parts(
+        bytes: Bytes,
+        issuer: PeerId,
+        signature: Signature,
+        payload: T,
+    ) -> Self {
+        Self {
+            bytes,
+            issuer,
             signature,
-            payload: payload.clone(),
-        })
+            payload,
+        }
     }
 
     /// Verifies the signature with the strict rules (see [`strict`]):

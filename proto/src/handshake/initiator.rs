@@ -1,7 +1,8 @@
 //! The initiator's side of the handshake, as a state machine.
 
 use bijou_codec::Wire;
-use bijou_signing::{Digest, Identity, SealError, Signed};
+use bijou_signing::ed25519_dalek::{Signature, VerifyingKey};
+use bijou_signing::{Digest, Identity, SealError, Signed, Unsigned};
 use bytes::Bytes;
 
 use super::{decode_handshake, Authenticated, HandshakeError};
@@ -45,6 +46,49 @@ impl Initiator {
             audience,
             expected,
             challenge,
+        })
+    }
+
+    /// [`Initiator::new`] for a signer that answers later (a remote or
+    /// hardware signer, a non-extractable WebCrypto key): the challenge as
+    /// `issuer`'s, waiting for its signature. Nothing is sent until
+    /// [`UnsignedChallenge::sign`] has it.
+    ///
+    /// ```
+    /// use bijou_frame::proto::handshake::Initiator;
+    /// use bijou_frame::proto::message::Audience;
+    /// use bijou_frame::proto::time::Now;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
+    ///
+    /// let (key, server) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// let (audience, now) = (Audience::Known(server.peer_id()), Now::from_secs(1_700_000_000));
+    /// let unsigned = Initiator::unsigned(key.verifying_key(), audience, now, [7; 16])?;
+    /// let signature = key.sign_message(unsigned.message())?; // the signer's answer, later
+    /// let initiator = unsigned.sign(&signature)?;
+    /// // The same challenge an in-memory key makes.
+    /// let direct = Initiator::new(&key, audience, now, [7; 16])?;
+    /// assert_eq!(initiator.challenge(), direct.challenge());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`HandshakeError::Seal`] if the challenge cannot be encoded.
+    pub fn unsigned(
+        issuer: VerifyingKey,
+        audience: Audience,
+        now: Now,
+        nonce: [u8; 16],
+    ) -> Result<UnsignedChallenge, HandshakeError> {
+        let challenge = Challenge::new(audience, now.unix_secs, nonce);
+        let expected = Response::for_challenge(&challenge, 0)
+            .map_err(SealError::from)?
+            .challenge_digest();
+        let unsigned = Signed::unsigned(issuer, &challenge).map_err(SealError::from)?;
+        Ok(UnsignedChallenge {
+            audience,
+            expected,
+            unsigned,
         })
     }
 
@@ -105,5 +149,43 @@ impl Initiator {
                 found: "challenge",
             }),
         }
+    }
+}
+
+/// An initiator's challenge waiting for the signature of a signer that
+/// answers later ([`Initiator::unsigned`]).
+#[derive(Debug, Clone)]
+pub struct UnsignedChallenge {
+    audience: Audience,
+    expected: Digest<Challenge>,
+    unsigned: Unsigned<Challenge>,
+}
+
+impl UnsignedChallenge {
+    /// The bytes the signer must sign.
+    #[must_use]
+    pub fn message(&self) -> &[u8] {
+        self.unsigned.message()
+    }
+
+    /// The initiator, once the signer answered with `signature`.
+    ///
+    /// # Errors
+    ///
+    /// [`HandshakeError::OwnSignature`] if `signature` does not verify
+    /// over [`UnsignedChallenge::message`] under the issuer's key.
+    pub fn sign(self, signature: &Signature) -> Result<Initiator, HandshakeError> {
+        let signed = self
+            .unsigned
+            .sign(signature)
+            .map_err(HandshakeError::OwnSignature)?;
+        let challenge = HandshakeMessage::Challenge(signed)
+            .encode()
+            .map_err(SealError::from)?;
+        Ok(Initiator {
+            audience: self.audience,
+            expected: self.expected,
+            challenge,
+        })
     }
 }

@@ -91,8 +91,8 @@ pub use crate::nonce_cache::{self, NonceCache, NonceCheck, DEFAULT_NONCE_CAPACIT
 /// The largest message after the handshake by default: 50 MiB, as in
 /// Subduction (the same as the frame codec's default maximum).
 pub const DEFAULT_MAX_MESSAGE_LENGTH: usize = 50 * 1024 * 1024;
-pub use initiator::Initiator;
-pub use responder::{Answer, Refusal, Responder};
+pub use initiator::{Initiator, UnsignedChallenge};
+pub use responder::{Answer, Answering, Refusal, Responder, UnsignedResponse};
 
 /// Largest message either side accepts before the handshake completes. The
 /// largest handshake message is a 158-byte challenge.
@@ -226,6 +226,11 @@ pub enum HandshakeError {
     /// Our own message could not be sealed (the signer failed).
     #[error("could not sign the handshake message: {0}")]
     Seal(#[from] SealError),
+    /// The signature a signer that answers later handed back does not
+    /// verify over our message under our key: nothing was sent (see
+    /// [`Initiator::unsigned`], [`Responder::answer_unsigned`]).
+    #[error("the signer's signature over our handshake message does not verify: {0} (nothing was sent; check the signer holds the key it was asked for)")]
+    OwnSignature(#[source] VerifyError),
 }
 
 /// The authenticated peer, as the handshake established it: a proof that

@@ -1,10 +1,12 @@
 //! The responder's side of the handshake: its checks, its replay cache,
 //! and the answer to a challenge, without I/O.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 
 use bijou_codec::Wire;
-use bijou_signing::{Identity, PeerId, SealError, Signed, Verified, VerifyError};
+use bijou_signing::ed25519_dalek::{Signature, VerifyingKey};
+use bijou_signing::{Identity, PeerId, SealError, Signed, Unsigned, Verified, VerifyError};
 use bytes::Bytes;
 
 #[cfg(feature = "std")]
@@ -207,36 +209,94 @@ impl Responder {
     /// or builds the rejection. No I/O: the caller sends
     /// [`Answer::reply`].
     pub fn answer<S: Identity + ?Sized>(&self, signer: &S, message: Bytes, now: Now) -> Answer {
-        let challenge = match decode_handshake(message, "challenge") {
-            Ok(HandshakeMessage::Challenge(challenge)) => challenge,
-            Ok(other) => {
-                return Answer::silent(HandshakeError::Unexpected {
-                    expected: "challenge",
-                    found: other.kind_name(),
-                })
-            }
-            Err(e) => return Answer::silent(e),
-        };
-        match self.check_challenge(signer.peer_id(), &challenge, now) {
-            Ok(verified) => {
-                let digest = verified.digest();
-                let sealed = Signed::seal(signer, &Response::new(digest, now.unix_secs)).and_then(
-                    |signed| {
-                        HandshakeMessage::Response(signed)
-                            .encode()
-                            .map_err(SealError::from)
-                    },
-                );
+        match self.check(signer.peer_id(), message, now) {
+            Checked::Answered(answer) => answer,
+            Checked::Accepted {
+                response,
+                authenticated,
+            } => {
+                let sealed = Signed::seal(signer, &response).and_then(|signed| {
+                    HandshakeMessage::Response(signed)
+                        .encode()
+                        .map_err(SealError::from)
+                });
                 match sealed {
                     Ok(reply) => Answer {
                         reply: Some(reply),
-                        outcome: Ok(Authenticated::new(
-                            verified.peer_id(),
-                            digest,
-                            verified.payload().timestamp,
-                        )),
+                        outcome: Ok(authenticated),
                     },
                     Err(e) => Answer::silent(HandshakeError::Seal(e)),
+                }
+            }
+        }
+    }
+
+    /// [`Responder::answer`] for a signer that answers later: every check
+    /// runs now (an accepted challenge's nonce is remembered now); a
+    /// refusal is answered at once, an acceptance waits for the signature
+    /// of its response ([`UnsignedResponse::sign`]).
+    ///
+    /// ```
+    /// use bijou_frame::proto::handshake::{Answering, HandshakeConfig, Initiator, Responder};
+    /// use bijou_frame::proto::message::Audience;
+    /// use bijou_frame::proto::time::Now;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
+    ///
+    /// let (client, server) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// let now = Now::from_secs(1_700_000_000);
+    /// let initiator = Initiator::new(&client, Audience::Known(server.peer_id()), now, [7; 16])?;
+    /// let responder = Responder::new(HandshakeConfig::default());
+    /// let Answering::Sign(unsigned) =
+    ///     responder.answer_unsigned(server.verifying_key(), initiator.challenge().clone(), now)
+    /// else {
+    ///     panic!("accepted");
+    /// };
+    /// let signature = server.sign_message(unsigned.message())?; // the signer's answer, later
+    /// let answer = unsigned.sign(&signature);
+    /// let at_client = initiator.receive(answer.reply.expect("a response"))?;
+    /// assert_eq!(at_client.peer(), server.peer_id());
+    /// assert_eq!(answer.outcome?.peer(), client.peer_id());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn answer_unsigned(&self, me: VerifyingKey, message: Bytes, now: Now) -> Answering {
+        match self.check(PeerId::from(me), message, now) {
+            Checked::Answered(answer) => Answering::Now(answer),
+            Checked::Accepted {
+                response,
+                authenticated,
+            } => match Signed::unsigned(me, &response) {
+                Ok(unsigned) => Answering::Sign(Box::new(UnsignedResponse {
+                    unsigned,
+                    authenticated,
+                })),
+                Err(e) => Answering::Now(Answer::silent(HandshakeError::Seal(e.into()))),
+            },
+        }
+    }
+
+    /// Decodes and checks `message` for `me`: a refusal (or silence) to
+    /// send, or the response to sign.
+    fn check(&self, me: PeerId, message: Bytes, now: Now) -> Checked {
+        let challenge = match decode_handshake(message, "challenge") {
+            Ok(HandshakeMessage::Challenge(challenge)) => challenge,
+            Ok(other) => {
+                return Checked::Answered(Answer::silent(HandshakeError::Unexpected {
+                    expected: "challenge",
+                    found: other.kind_name(),
+                }))
+            }
+            Err(e) => return Checked::Answered(Answer::silent(e)),
+        };
+        match self.check_challenge(me, &challenge, now) {
+            Ok(verified) => {
+                let digest = verified.digest();
+                Checked::Accepted {
+                    response: Response::new(digest, now.unix_secs),
+                    authenticated: Authenticated::new(
+                        verified.peer_id(),
+                        digest,
+                        verified.payload().timestamp,
+                    ),
                 }
             }
             Err(Refusal { reason, signature }) => {
@@ -244,11 +304,63 @@ impl Responder {
                     reason,
                     timestamp: now.unix_secs,
                 });
-                Answer {
+                Checked::Answered(Answer {
                     reply: rejection.encode().ok(),
                     outcome: Err(HandshakeError::Refused { reason, signature }),
-                }
+                })
             }
+        }
+    }
+}
+
+/// What [`Responder::check`] decided.
+enum Checked {
+    Answered(Answer),
+    Accepted {
+        response: Response,
+        authenticated: Authenticated,
+    },
+}
+
+/// What [`Responder::answer_unsigned`] made of a message.
+#[derive(Debug)]
+#[must_use]
+pub enum Answering {
+    /// Nothing to sign: a refusal to send, or silence.
+    Now(Answer),
+    /// Accepted: the response waits for the signer.
+    Sign(Box<UnsignedResponse>),
+}
+
+/// An accepted challenge's response, waiting for the signature of a signer
+/// that answers later.
+#[derive(Debug)]
+pub struct UnsignedResponse {
+    unsigned: Unsigned<Response>,
+    authenticated: Authenticated,
+}
+
+impl UnsignedResponse {
+    /// The bytes the signer must sign.
+    #[must_use]
+    pub fn message(&self) -> &[u8] {
+        self.unsigned.message()
+    }
+
+    /// The answer, once the signer answered with `signature`: the
+    /// response to send and the authenticated peer, or (a signature that
+    /// does not verify) [`HandshakeError::OwnSignature`] and nothing to
+    /// send.
+    pub fn sign(self, signature: &Signature) -> Answer {
+        match self.unsigned.sign(signature) {
+            Ok(signed) => match HandshakeMessage::Response(signed).encode() {
+                Ok(reply) => Answer {
+                    reply: Some(reply),
+                    outcome: Ok(self.authenticated),
+                },
+                Err(e) => Answer::silent(HandshakeError::Seal(e.into())),
+            },
+            Err(e) => Answer::silent(HandshakeError::OwnSignature(e)),
         }
     }
 }
