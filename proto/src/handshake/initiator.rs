@@ -34,10 +34,7 @@ impl Initiator {
         now: Now,
         nonce: [u8; 16],
     ) -> Result<Self, HandshakeError> {
-        let challenge = Challenge::new(audience, now.unix_secs, nonce);
-        let expected = Response::for_challenge(&challenge, 0)
-            .map_err(SealError::from)?
-            .challenge_digest();
+        let (challenge, expected) = challenge_and_digest(audience, now, nonce)?;
         let signed = Signed::seal(signer, &challenge)?;
         let challenge = HandshakeMessage::Challenge(signed)
             .encode()
@@ -80,10 +77,7 @@ impl Initiator {
         now: Now,
         nonce: [u8; 16],
     ) -> Result<UnsignedChallenge, HandshakeError> {
-        let challenge = Challenge::new(audience, now.unix_secs, nonce);
-        let expected = Response::for_challenge(&challenge, 0)
-            .map_err(SealError::from)?
-            .challenge_digest();
+        let (challenge, expected) = challenge_and_digest(audience, now, nonce)?;
         let unsigned = Signed::unsigned(issuer, &challenge).map_err(SealError::from)?;
         Ok(UnsignedChallenge {
             audience,
@@ -150,6 +144,20 @@ impl Initiator {
             }),
         }
     }
+}
+
+/// The challenge for `audience` stamped `now`, and the digest a valid
+/// response must name: what both ways of signing it start from.
+fn challenge_and_digest(
+    audience: Audience,
+    now: Now,
+    nonce: [u8; 16],
+) -> Result<(Challenge, Digest<Challenge>), HandshakeError> {
+    let challenge = Challenge::new(audience, now.unix_secs, nonce);
+    let expected = Response::for_challenge(&challenge, 0)
+        .map_err(SealError::from)?
+        .challenge_digest();
+    Ok((challenge, expected))
 }
 
 /// An initiator's challenge waiting for the signature of a signer that
