@@ -121,6 +121,13 @@ impl Registration {
         &self.delegation
     }
 
+    /// The server's message the registration waits for
+    /// (`"SyncResponse"`), for errors.
+    #[must_use]
+    pub fn waiting_for(&self) -> &'static str {
+        self.state.expected()
+    }
+
     /// How it ended, once it has.
     #[must_use]
     pub fn outcome(&self) -> Option<Outcome> {

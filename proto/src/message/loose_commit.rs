@@ -114,6 +114,20 @@ impl Wire for LooseCommit {
     }
 }
 
+impl super::SignedItem<LooseCommit> {
+    /// The tree and head the commit's signed fields claim, read from its
+    /// bytes without verifying it: what a push of our own commit waits to
+    /// see acknowledged. `None` only for bytes too short to hold them.
+    pub(crate) fn claimed_head(&self) -> Option<(SedimentreeId, CommitId)> {
+        // A LooseCommit has no discriminant byte: schema, issuer, fields.
+        const FIELDS: usize = bijou_signing::SCHEMA_LEN + bijou_signing::ISSUER_LEN;
+        let bytes = self.signed().to_bytes();
+        let fields = bytes.slice(FIELDS.min(bytes.len())..);
+        let (tree, head, _) = read_item_head(&mut Reader::new(&fields)).ok()?;
+        Some((tree, head))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

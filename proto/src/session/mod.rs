@@ -25,6 +25,12 @@
 //!                                ──► poll_transmit() ──► bytes to send, before the caller's
 //!                                    (while one waits, wants_message() is false)
 //!
+//!   caller ── start(Operation, deadline) ──► OperationId; its messages ──► poll_transmit()
+//!             push, fetch, probe, keyhive registration, subscribe (see `operation`)
+//!   its answer, verified ──► taken by the operation (not poll_event) ──► poll_completed()
+//!   its deadline ──► poll_timeout() ──► handle_timeout(now) ──► poll_completed(): TimedOut
+//!   a registration's next message ──► needs_signer() ──► sign_with(&key) ──► poll_transmit()
+//!
 //!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
 //!                                               Subscribe/Unsubscribe) ──► bytes to send
 //!   (the one send rule, however a message leaves: encoded here, written
@@ -90,6 +96,7 @@
 
 use alloc::boxed::Box;
 mod config;
+mod operation;
 mod pending;
 mod received;
 
@@ -109,6 +116,10 @@ use crate::time::{Now, Timestamp};
 use crate::verify_budget::{Bucket, VerifyBudget};
 
 pub use config::{SessionConfig, DEFAULT_VERIFY_STEP};
+use operation::Operations;
+pub use operation::{
+    Completed, Operation, OperationError, OperationId, Outcome, StartError, TreeAccess, WrongSigner,
+};
 use pending::{Pending, Start};
 pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 
@@ -176,6 +187,9 @@ struct Extras {
     /// Messages the protocol sends on its own ([`Session::poll_transmit`]),
     /// oldest first; its buffer is freed once drained.
     outbound: VecDeque<Message>,
+    /// Operations in flight and ended ones not yet taken, made on the
+    /// first [`Session::start`].
+    operations: Option<Operations>,
 }
 
 /// The one received message a session holds at a time.
@@ -206,6 +220,7 @@ impl Session {
                     SeededRng::from_seed(seed),
                 )),
                 outbound: VecDeque::new(),
+                operations: None,
             })
         });
         Self {
@@ -291,7 +306,7 @@ impl Session {
     /// answer stops being read: at most one answer is ever queued).
     #[must_use]
     pub fn wants_message(&self) -> bool {
-        self.inbound.is_none() && !self.has_transmit()
+        self.inbound.is_none() && !self.has_transmit() && !self.needs_signer()
     }
 
     /// The next message the protocol sends on its own, oldest first: write
@@ -322,6 +337,155 @@ impl Session {
             .get_or_insert_with(Box::default)
             .outbound
             .push_back(message);
+    }
+
+    fn operations(&self) -> Option<&Operations> {
+        self.extras.as_ref()?.operations.as_ref()
+    }
+
+    fn operations_mut(&mut self) -> &mut Operations {
+        let seed = self.seed;
+        self.extras
+            .get_or_insert_with(Box::default)
+            .operations
+            .get_or_insert_with(|| {
+                // Its own stream: the ephemeral state draws from the seed's.
+                Operations::new(SeededRng::from_seed(seed).split())
+            })
+    }
+
+    /// Starts `operation` (see [`operation`](self#operations)), to end by
+    /// `deadline` at the latest: what it sends waits in
+    /// [`Session::poll_transmit`], and its end in
+    /// [`Session::poll_completed`]. A registration's first message waits
+    /// for [`Session::sign_with`].
+    ///
+    /// ```
+    /// # use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+    /// # use bijou_frame::proto::message::*;
+    /// # use bijou_frame::proto::session::*;
+    /// # use bijou_frame::proto::time::Now;
+    /// # use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
+    /// # let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// # let now = Now::from_secs(1_700_000_000);
+    /// # let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+    /// # let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    /// # let at_alice = initiator.receive(answer.reply.expect("a response"))?;
+    /// let mut session = Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32]));
+    /// let tree = SedimentreeId::new([9; 32]);
+    /// let deadline = now.monotonic.saturating_add(core::time::Duration::from_secs(10));
+    /// let id = session.start(Operation::Fetch(tree), deadline)?;
+    /// let request = session.poll_transmit().expect("the BatchSyncRequest");
+    /// assert_eq!(request.kind_name(), "sync message");
+    ///
+    /// // Nobody answers: at the deadline the fetch ends, once.
+    /// session.handle_timeout(Now::new(now.unix_secs + 10, deadline));
+    /// let done = session.poll_completed().expect("ended");
+    /// assert_eq!(done.id, id);
+    /// assert!(matches!(done.result, Err(OperationError::TimedOut { .. })));
+    /// assert!(session.poll_completed().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`]: a push of something other than a LooseCommit, or a
+    /// message that cannot be encoded. Nothing is sent or recorded.
+    pub fn start(
+        &mut self,
+        operation: Operation,
+        deadline: Timestamp,
+    ) -> Result<OperationId, StartError> {
+        let local = self.local;
+        let subscribe = match &operation {
+            Operation::Subscribe(topics) => Some(topics.clone()),
+            _ => None,
+        };
+        let (id, first) = self.operations_mut().start(operation, local, deadline)?;
+        if let Some(topics) = subscribe {
+            self.ephemeral_mut().subscribe(&topics);
+        }
+        if let Some(first) = first {
+            self.transmit(first);
+        }
+        Ok(id)
+    }
+
+    /// Whether an operation waits for [`Session::sign_with`] (a keyhive
+    /// registration's next message). Meanwhile the session reads nothing.
+    #[must_use]
+    pub fn needs_signer(&self) -> bool {
+        self.operations().is_some_and(Operations::needs_signer)
+    }
+
+    /// Signs what the operations waiting for a signer send next, as
+    /// `signer` (the key that ran the handshake), and queues it in
+    /// [`Session::poll_transmit`]. An operation whose signing fails ends
+    /// with [`OperationError::Keyhive`].
+    ///
+    /// # Errors
+    ///
+    /// [`WrongSigner`]: another key; nothing was signed.
+    pub fn sign_with<S: Identity + ?Sized>(&mut self, signer: &S) -> Result<(), WrongSigner> {
+        if signer.peer_id() != self.local {
+            return Err(WrongSigner {
+                signer: signer.peer_id(),
+                local: self.local,
+            });
+        }
+        if !self.needs_signer() {
+            return Ok(());
+        }
+        let server = self.remote.peer();
+        for message in self.operations_mut().sign_with(signer, server) {
+            self.transmit(message);
+        }
+        Ok(())
+    }
+
+    /// The next ended operation, oldest first: each started operation
+    /// ends here exactly once.
+    pub fn poll_completed(&mut self) -> Option<Completed> {
+        self.extras.as_mut()?.operations.as_mut()?.poll_completed()
+    }
+
+    /// The end of operation `id`, if it has ended and was not taken yet.
+    pub fn completed(&mut self, id: OperationId) -> Option<Completed> {
+        self.extras.as_mut()?.operations.as_mut()?.completed(id)
+    }
+
+    /// Whether an ended operation waits in [`Session::poll_completed`].
+    #[must_use]
+    pub fn has_completed(&self) -> bool {
+        self.operations().is_some_and(Operations::has_completed)
+    }
+
+    /// Whether operation `id` is still running.
+    #[must_use]
+    pub fn is_in_flight(&self, id: OperationId) -> bool {
+        self.operations().is_some_and(|ops| ops.is_in_flight(id))
+    }
+
+    /// How many operations are running.
+    #[must_use]
+    pub fn operations_in_flight(&self) -> usize {
+        self.operations().map_or(0, Operations::in_flight)
+    }
+
+    /// A received message, done: an operation takes it if it is its
+    /// answer, else it waits in [`Session::poll_event`].
+    fn settle(&mut self, received: Received) {
+        let received = match self.extras.as_mut().and_then(|e| e.operations.as_mut()) {
+            Some(ops) => ops.offer(received),
+            None => Some(received),
+        };
+        self.inbound = received.map(|received| Box::new(Inbound::Ready(received)));
+        if let Some(extras) = self.extras.as_mut() {
+            if extras.operations.as_ref().is_some_and(Operations::is_empty) {
+                // Nothing held while idle.
+                extras.operations = None;
+            }
+        }
     }
 
     /// Whether verification work is pending ([`Session::poll_work`]).
@@ -357,7 +521,7 @@ impl Session {
                         self.transmit(EphemeralMessage::SubscribeRejected(rejected).into());
                     }
                 }
-                self.inbound = Some(Box::new(Inbound::Ready(received)));
+                self.settle(received);
             }
             Start::Verify(pending) => {
                 self.inbound = Some(Box::new(Inbound::Verifying {
@@ -397,7 +561,7 @@ impl Session {
                 Work::Wait(at)
             }
             pending::Step::Done(received) => {
-                **inbound = Inbound::Ready(*received);
+                self.settle(*received);
                 Work::Idle
             }
             pending::Step::Finished => {
@@ -405,25 +569,37 @@ impl Session {
                     Some(Inbound::Verifying { pending, .. }) => pending.finish(),
                     _ => None,
                 };
-                self.inbound = done.map(|received| Box::new(Inbound::Ready(received)));
+                if let Some(received) = done {
+                    self.settle(received);
+                }
                 Work::Idle
             }
         }
     }
 
     /// When [`Session::handle_timeout`] should be called: the instant the
-    /// budget allows the next step, if a step is waiting for it.
+    /// budget allows the next step if a step is waiting for it, or the
+    /// earliest deadline of an operation, whichever comes first.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        match self.inbound.as_deref() {
+        let budget = match self.inbound.as_deref() {
             Some(Inbound::Verifying { wait, .. }) => *wait,
             _ => None,
+        };
+        let operation = self.operations().and_then(Operations::next_deadline);
+        match (budget, operation) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
-    /// The deadline from [`Session::poll_timeout`] passed: the same as
-    /// [`Session::poll_work`].
+    /// A deadline from [`Session::poll_timeout`] passed: ends the
+    /// operations whose deadline is `now` or earlier (each with its
+    /// [`Completed`]), then does what [`Session::poll_work`] does.
     pub fn handle_timeout(&mut self, now: Now) -> Work {
+        if let Some(ops) = self.extras.as_mut().and_then(|e| e.operations.as_mut()) {
+            ops.expire(now.monotonic);
+        }
         self.poll_work(now)
     }
 

@@ -135,6 +135,14 @@ macro_rules! sync_messages {
                 }
             }
 
+            /// The variant's name (`"HeadsUpdate"`), for errors and logs.
+            #[must_use]
+            pub const fn kind_name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => stringify!($variant),)*
+                }
+            }
+
             fn payload_len(&self) -> Result<usize, WriteError> {
                 match self {
                     $(Self::$variant(m) => m.wire_len(),)*

@@ -1,0 +1,596 @@
+//! Operations: the exchanges a [`Session`](super::Session) runs to their
+//! end, each started with an id and ended by exactly one [`Completed`].
+//!
+//! ```text
+//!   start(Operation, deadline) ──► OperationId; what it sends waits in poll_transmit()
+//!
+//!   Push(LooseCommit)   ── the commit ──►             ◄── HeadsUpdate naming its head
+//!                                                         (or a later push's, same tree)
+//!   Fetch(tree)         ── BatchSyncRequest{nonce} ──► ◄── BatchSyncResponse{nonce, tree}
+//!   Probe(tree)         ── BatchSyncRequest{nonce} ──► ◄── BatchSyncResponse{nonce, tree}
+//!   Register(document)  ── RequestContactCard ──► ... ◄── SyncConfirmation   (keyhive)
+//!   Subscribe(topics)   ── Subscribe ──►               ◄── SubscribeRejected (or silence)
+//!
+//!   the answer ──► poll_completed() / completed(id):
+//!                  Completed { id, result: Ok(Outcome) | Err(OperationError) }
+//!   the deadline passes ──► handle_timeout(now) ──► Err(TimedOut { waiting_for })
+//!                           (a Subscribe nobody refused: Ok(Subscribed { refused: None }))
+//! ```
+//!
+//! A received message that ends an operation is consumed by it: it is in
+//! the outcome, never also in [`poll_event`](super::Session::poll_event).
+//! Anything else (a response to an operation never started, a second
+//! response to a finished one) is delivered as an ordinary message; no
+//! operation ends twice.
+//!
+//! # Signing as an effect
+//!
+//! A keyhive registration signs four messages, three of them only once
+//! the server's answer says what they hold. The session holds no key:
+//! while [`needs_signer`](super::Session::needs_signer) is true it reads
+//! nothing, and [`sign_with`](super::Session::sign_with) resumes it with
+//! the connection's own key (an in-memory key, or any
+//! [`Identity`](bijou_signing::Identity), which may be a hardware or
+//! remote signer that the caller awaited first).
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::fmt;
+
+use bijou_codec::Wire;
+use bijou_signing::{Identity, PeerId};
+
+use crate::keyhive::{self, KeyhiveError, Registration, RootDelegation, Step, VerifiedSuk};
+use crate::message::{
+    BatchSyncRequest, BatchSyncResponse, CommitId, EphemeralMessage, FingerprintSeed, Message,
+    MessageError, RemoteHeads, SedimentreeId, SyncMessage, SyncResult, Topics,
+};
+use crate::rng::SeededRng;
+use crate::time::Timestamp;
+
+use super::received::{Delivered, Received, Rejected, VerifiedMessage};
+use super::SendRefused;
+
+/// An operation's id: unique within its session, counting from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OperationId(u64);
+
+impl OperationId {
+    /// The number (1 for a session's first operation).
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for OperationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "operation #{}", self.0)
+    }
+}
+
+/// An exchange to run; see the [module docs](self).
+// Passed once to `start`, never stored: boxing the commit would cost
+// every push an allocation for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Operation {
+    /// Sends a commit (a [`SyncMessage::LooseCommit`]) and waits for the
+    /// peer's `HeadsUpdate` for its tree naming its head, or the head of a
+    /// push started after it on the same tree (a server acknowledges in
+    /// order). A Subduction server answers a commit it refuses with
+    /// silence: the push then times out.
+    Push(SyncMessage),
+    /// Asks for the whole tree (a `BatchSyncRequest` with no fingerprints
+    /// and no subscription) and waits for the response with its nonce.
+    Fetch(SedimentreeId),
+    /// A fetch whose answer is reduced to what it says about access
+    /// ([`TreeAccess`]): what to tell a user whose pushes go unanswered.
+    Probe(SedimentreeId),
+    /// Registers a keyhive document with the peer (see
+    /// [`keyhive::registration`](crate::keyhive::registration)); push to
+    /// it only once this is done.
+    Register(RootDelegation),
+    /// Subscribes to ephemeral topics (recorded at once, as
+    /// [`Session::on_send`](super::Session::on_send) does) and waits for a
+    /// refusal until the deadline: a peer answers a Subscribe only to
+    /// refuse topics.
+    Subscribe(Topics),
+}
+
+/// What a finished operation established.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The peer acknowledged the commit.
+    Pushed {
+        /// The tree.
+        tree: SedimentreeId,
+        /// The commit pushed.
+        head: CommitId,
+        /// The heads of the `HeadsUpdate` that acknowledged it.
+        heads: RemoteHeads,
+    },
+    /// The tree, its items verified (bad ones named in `rejected`).
+    Fetched(Box<VerifiedMessage>),
+    /// What the peer's answer to a probe says.
+    Probed(TreeAccess),
+    /// The document is registered.
+    Registered(keyhive::Outcome),
+    /// The subscription holds, except for the topics the peer refused:
+    /// it will not send those (they stay in our subscriptions; subscribe
+    /// again later, or unsubscribe).
+    Subscribed {
+        /// The topics the peer refused, if any.
+        refused: Option<Topics>,
+    },
+}
+
+/// What a probe found out about a tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeAccess {
+    /// The peer answered the fetch: this key may read the tree (a server
+    /// that enforces keyhive may still refuse pushes from a key that may
+    /// only read).
+    Readable {
+        /// How many heads the peer has.
+        heads: usize,
+    },
+    /// The peer enforces access control (keyhive) and this key may not
+    /// read the tree: no document with that id, or none granting this key
+    /// anything. Pushes to it are dropped.
+    Unauthorized,
+    /// The peer does not have the tree.
+    NotFound,
+    /// No answer by the deadline: the silence is not an access refusal
+    /// (the peer is overloaded, hung, or not a Subduction node).
+    Silent,
+}
+
+/// Why an operation ended without its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OperationError {
+    /// The deadline passed first.
+    #[error("no {waiting_for} from the peer by the operation's deadline (a Subduction server answers what it refuses with silence)")]
+    TimedOut {
+        /// What the operation waited for.
+        waiting_for: &'static str,
+    },
+    /// The peer answered a fetch with a refusal.
+    #[error("the peer refused to send tree {tree}: {reason}")]
+    Refused {
+        /// The tree asked for.
+        tree: SedimentreeId,
+        /// `"not found"` or `"unauthorized"` (the `SyncResult`).
+        reason: &'static str,
+    },
+    /// A keyhive registration failed: the peer's keyhive message was
+    /// malformed, badly signed or out of turn, or signing ours failed.
+    #[error("keyhive registration failed: {0}")]
+    Keyhive(#[source] KeyhiveError),
+}
+
+/// One operation's end: exactly one per started operation.
+#[derive(Debug, Clone)]
+pub struct Completed {
+    /// Which operation.
+    pub id: OperationId,
+    /// How it ended.
+    pub result: Result<Outcome, OperationError>,
+}
+
+/// Why an operation could not start. Nothing was sent or recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// A push of something other than a LooseCommit message.
+    #[error("a push sends one LooseCommit message, not a {kind}")]
+    NotACommit {
+        /// What was given.
+        kind: &'static str,
+    },
+    /// The message cannot be sent.
+    #[error(transparent)]
+    Send(#[from] SendRefused),
+}
+
+/// [`Session::sign_with`](super::Session::sign_with) was given another
+/// key than the one that ran the handshake; nothing was signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the signer {signer} is not the key that ran the handshake ({local}); sign with the connection's own key")]
+pub struct WrongSigner {
+    /// The key given.
+    pub signer: PeerId,
+    /// The connection's key.
+    pub local: PeerId,
+}
+
+/// An operation in flight.
+#[derive(Debug)]
+struct InFlight {
+    id: OperationId,
+    deadline: Timestamp,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Push {
+        tree: SedimentreeId,
+        head: CommitId,
+    },
+    Fetch {
+        tree: SedimentreeId,
+        nonce: u64,
+        probe: bool,
+    },
+    /// Not started: the first message needs the signer.
+    RegisterUnsigned(RootDelegation),
+    Register(Registration),
+    /// The peer's next message, waiting for the signer to answer it.
+    RegisterAnswer(Registration, Box<VerifiedSuk>),
+    Subscribe(Topics),
+}
+
+impl State {
+    fn waiting_for(&self) -> &'static str {
+        match self {
+            Self::Push { .. } => "HeadsUpdate naming the commit",
+            Self::Fetch { .. } => "BatchSyncResponse",
+            Self::RegisterUnsigned(_) | Self::RegisterAnswer(..) => "signer",
+            Self::Register(registration) => registration.waiting_for(),
+            Self::Subscribe(_) => "SubscribeRejected",
+        }
+    }
+
+    fn needs_signer(&self) -> bool {
+        matches!(self, Self::RegisterUnsigned(_) | Self::RegisterAnswer(..))
+    }
+}
+
+/// The operations of one session.
+#[derive(Debug)]
+pub(super) struct Operations {
+    last_id: u64,
+    in_flight: Vec<InFlight>,
+    completed: VecDeque<Completed>,
+    rng: SeededRng,
+}
+
+impl Operations {
+    pub(super) fn new(rng: SeededRng) -> Self {
+        Self {
+            last_id: 0,
+            in_flight: Vec::new(),
+            completed: VecDeque::new(),
+            rng,
+        }
+    }
+
+    /// Records `operation` and returns what it sends first (`None` while
+    /// it waits for the signer).
+    pub(super) fn start(
+        &mut self,
+        operation: Operation,
+        local: PeerId,
+        deadline: Timestamp,
+    ) -> Result<(OperationId, Option<Message>), StartError> {
+        let (state, first) = match operation {
+            Operation::Push(message) => {
+                let SyncMessage::LooseCommit(commit) = &message else {
+                    return Err(StartError::NotACommit {
+                        kind: message.kind_name(),
+                    });
+                };
+                let (tree, head) = commit.item.claimed_head().ok_or(StartError::NotACommit {
+                    kind: "truncated LooseCommit",
+                })?;
+                let message = Message::Sync(message);
+                message.wire_len().map_err(SendRefused::from)?;
+                (State::Push { tree, head }, Some(message))
+            }
+            Operation::Fetch(tree) | Operation::Probe(tree) => {
+                let probe = matches!(operation, Operation::Probe(_));
+                let nonce = self.fresh_nonce();
+                let seed = FingerprintSeed::new(self.rng.next_u64(), self.rng.next_u64());
+                let request = BatchSyncRequest::new(tree, local, nonce, false, seed, [], []);
+                (
+                    State::Fetch { tree, nonce, probe },
+                    Some(Message::Sync(request.into())),
+                )
+            }
+            Operation::Register(delegation) => (State::RegisterUnsigned(delegation), None),
+            Operation::Subscribe(topics) => {
+                let message = Message::Ephemeral(EphemeralMessage::Subscribe(topics.clone()));
+                message.wire_len().map_err(SendRefused::from)?;
+                (State::Subscribe(topics), Some(message))
+            }
+        };
+        self.last_id += 1;
+        let id = OperationId(self.last_id);
+        self.in_flight.push(InFlight {
+            id,
+            deadline,
+            state,
+        });
+        Ok((id, first))
+    }
+
+    /// A nonce no fetch in flight uses, so each response has one owner.
+    fn fresh_nonce(&mut self) -> u64 {
+        loop {
+            let nonce = self.rng.next_u64();
+            let taken = self
+                .in_flight
+                .iter()
+                .any(|op| matches!(op.state, State::Fetch { nonce: n, .. } if n == nonce));
+            if !taken {
+                return nonce;
+            }
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.in_flight.is_empty() && self.completed.is_empty()
+    }
+
+    pub(super) fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub(super) fn is_in_flight(&self, id: OperationId) -> bool {
+        self.in_flight.iter().any(|op| op.id == id)
+    }
+
+    pub(super) fn needs_signer(&self) -> bool {
+        self.in_flight.iter().any(|op| op.state.needs_signer())
+    }
+
+    /// The earliest deadline of an operation in flight.
+    pub(super) fn next_deadline(&self) -> Option<Timestamp> {
+        self.in_flight.iter().map(|op| op.deadline).min()
+    }
+
+    pub(super) fn poll_completed(&mut self) -> Option<Completed> {
+        let done = self.completed.pop_front();
+        if self.completed.is_empty() {
+            self.completed = VecDeque::new();
+        }
+        done
+    }
+
+    pub(super) fn completed(&mut self, id: OperationId) -> Option<Completed> {
+        let at = self.completed.iter().position(|done| done.id == id)?;
+        self.completed.remove(at)
+    }
+
+    pub(super) fn has_completed(&self) -> bool {
+        !self.completed.is_empty()
+    }
+
+    fn finish(&mut self, at: usize, result: Result<Outcome, OperationError>) {
+        let op = self.in_flight.remove(at);
+        self.completed.push_back(Completed { id: op.id, result });
+    }
+
+    /// Ends every operation whose deadline is at or before `now`.
+    pub(super) fn expire(&mut self, now: Timestamp) {
+        while let Some(at) = self.in_flight.iter().position(|op| op.deadline <= now) {
+            let result = match &self.in_flight[at].state {
+                State::Subscribe(_) => Ok(Outcome::Subscribed { refused: None }),
+                State::Fetch { probe: true, .. } => Ok(Outcome::Probed(TreeAccess::Silent)),
+                state => Err(OperationError::TimedOut {
+                    waiting_for: state.waiting_for(),
+                }),
+            };
+            self.finish(at, result);
+        }
+    }
+
+    /// Offers a received message to the operations in flight: `None` if
+    /// one consumed it (its end is in the completed queue, or a keyhive
+    /// answer now waits for the signer), else the message back.
+    pub(super) fn offer(&mut self, received: Received) -> Option<Received> {
+        if self.in_flight.is_empty() {
+            return Some(received);
+        }
+        let Some(owner) = self.owner(&received) else {
+            return Some(received);
+        };
+        match (owner, received.result) {
+            (Owner::Pushes(tree, heads), _) => self.acknowledge(tree, &heads),
+            (Owner::Fetch(at), Ok(Delivered::Sync(verified))) => {
+                let probe = matches!(self.in_flight[at].state, State::Fetch { probe: true, .. });
+                let result = match &verified.message {
+                    SyncMessage::BatchSyncResponse(response) => fetched(response, probe),
+                    _ => Ok(None),
+                };
+                let result = result
+                    .map(|outcome| outcome.unwrap_or_else(|| Outcome::Fetched(Box::new(verified))));
+                self.finish(at, result);
+            }
+            (Owner::Register(at), Ok(Delivered::Keyhive(answer))) => {
+                let op = &mut self.in_flight[at];
+                if let State::Register(registration) = &op.state {
+                    op.state = State::RegisterAnswer(registration.clone(), answer);
+                }
+            }
+            (
+                Owner::Register(at),
+                Err(Rejected::Keyhive(e) | Rejected::Malformed(MessageError::Keyhive(e))),
+            ) => {
+                self.finish(at, Err(OperationError::Keyhive(e)));
+            }
+            (Owner::Subscribe(at, refused), _) => {
+                self.finish(at, Ok(Outcome::Subscribed { refused }));
+            }
+            // `owner` pairs each owner with the result it matched.
+            (_, _) => {}
+        }
+        None
+    }
+
+    /// Which operation `received` ends or advances, if any.
+    fn owner(&self, received: &Received) -> Option<Owner> {
+        let first = |f: &dyn Fn(&State) -> bool| self.in_flight.iter().position(|op| f(&op.state));
+        match &received.result {
+            Ok(Delivered::Sync(verified)) => match &verified.message {
+                SyncMessage::HeadsUpdate(update) => {
+                    let named = |state: &State| {
+                        matches!(state, State::Push { tree, head }
+                            if *tree == update.id && update.heads.heads().contains(head))
+                    };
+                    first(&named).map(|_| Owner::Pushes(update.id, update.heads.clone()))
+                }
+                SyncMessage::BatchSyncResponse(response) => first(&|state| {
+                    matches!(state, State::Fetch { tree, nonce, .. }
+                        if *nonce == response.nonce && *tree == response.id)
+                })
+                .map(Owner::Fetch),
+                _ => None,
+            },
+            Ok(Delivered::Keyhive(_))
+            | Err(Rejected::Keyhive(_) | Rejected::Malformed(MessageError::Keyhive(_))) => {
+                first(&|state| matches!(state, State::Register(_))).map(Owner::Register)
+            }
+            Ok(Delivered::SubscribeRejected(topics)) => {
+                if !self
+                    .in_flight
+                    .iter()
+                    .any(|op| matches!(op.state, State::Subscribe(_)))
+                {
+                    return None;
+                }
+                // Received topics keep their wire order: sort a copy once.
+                let mut theirs = topics.as_slice().to_vec();
+                theirs.sort_unstable();
+                let refused = |ours: &Topics| {
+                    Topics::new(
+                        ours.iter()
+                            .filter(|t| theirs.binary_search(t).is_ok())
+                            .copied(),
+                    )
+                };
+                self.in_flight
+                    .iter()
+                    .enumerate()
+                    .find_map(|(at, op)| match &op.state {
+                        State::Subscribe(ours) => {
+                            refused(ours).map(|r| Owner::Subscribe(at, Some(r)))
+                        }
+                        _ => None,
+                    })
+            }
+            _ => None,
+        }
+    }
+
+    /// Ends the pushes a `HeadsUpdate` for `tree` acknowledges: the one
+    /// whose head it names, and every push on the tree started before it.
+    fn acknowledge(&mut self, tree: SedimentreeId, heads: &RemoteHeads) {
+        let newest = self.in_flight.iter().rposition(|op| {
+            matches!(op.state, State::Push { tree: t, head } if t == tree && heads.heads().contains(&head))
+        });
+        let Some(newest) = newest else {
+            return;
+        };
+        let newest_id = self.in_flight[newest].id;
+        while let Some(at) = self.in_flight.iter().position(|op| {
+            op.id <= newest_id && matches!(op.state, State::Push { tree: t, .. } if t == tree)
+        }) {
+            let State::Push { tree, head } = self.in_flight[at].state else {
+                break;
+            };
+            self.finish(
+                at,
+                Ok(Outcome::Pushed {
+                    tree,
+                    head,
+                    heads: heads.clone(),
+                }),
+            );
+        }
+    }
+
+    /// Signs what the registrations waiting for the signer send next:
+    /// their messages to send, in order.
+    pub(super) fn sign_with<S: Identity + ?Sized>(
+        &mut self,
+        signer: &S,
+        server: PeerId,
+    ) -> Vec<Message> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some(op) = self.in_flight.get(at) {
+            if !op.state.needs_signer() {
+                at += 1;
+                continue;
+            }
+            let mut op = self.in_flight.remove(at);
+            let step = match op.state {
+                State::RegisterUnsigned(delegation) => {
+                    Registration::start(signer, server, delegation)
+                        .map(|(registration, first)| (registration, Step::Send(Box::new(first))))
+                }
+                State::RegisterAnswer(mut registration, answer) => registration
+                    .handle(signer, &answer)
+                    .map(|step| (registration, step)),
+                _ => continue, // needs_signer() holds only for the two above
+            };
+            let result = match step {
+                Ok((registration, Step::Send(next))) => {
+                    out.push(Message::Keyhive(next));
+                    op.state = State::Register(registration);
+                    self.in_flight.insert(at, op);
+                    at += 1;
+                    continue;
+                }
+                Ok((_, Step::SendAndDone(last, outcome))) => {
+                    out.push(Message::Keyhive(last));
+                    Ok(Outcome::Registered(outcome))
+                }
+                Ok((_, Step::Done(outcome))) => Ok(Outcome::Registered(outcome)),
+                Err(e) => Err(OperationError::Keyhive(e)),
+            };
+            self.completed.push_back(Completed { id: op.id, result });
+        }
+        out
+    }
+}
+
+/// Which operation a received message belongs to.
+enum Owner {
+    /// The pushes on this tree that a `HeadsUpdate` acknowledges.
+    Pushes(SedimentreeId, RemoteHeads),
+    /// The fetch or probe at this index.
+    Fetch(usize),
+    /// The registration at this index.
+    Register(usize),
+    /// The subscription at this index, and the topics refused.
+    Subscribe(usize, Option<Topics>),
+}
+
+/// What a fetch's response says: `Ok(None)` for the tree itself (the
+/// verified message is the outcome), `Ok(Some)` for a probe's answer.
+fn fetched(response: &BatchSyncResponse, probe: bool) -> Result<Option<Outcome>, OperationError> {
+    let access = match &response.result {
+        SyncResult::Ok(_) => TreeAccess::Readable {
+            heads: response.responder_heads.heads().len(),
+        },
+        SyncResult::NotFound => TreeAccess::NotFound,
+        SyncResult::Unauthorized => TreeAccess::Unauthorized,
+    };
+    let reason = match (probe, access) {
+        (true, access) => return Ok(Some(Outcome::Probed(access))),
+        (false, TreeAccess::NotFound) => "not found",
+        (false, TreeAccess::Unauthorized) => "unauthorized",
+        (false, _) => return Ok(None),
+    };
+    Err(OperationError::Refused {
+        tree: response.id,
+        reason,
+    })
+}
