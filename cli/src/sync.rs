@@ -32,13 +32,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::PrefixKind;
-use bijou_frame::net::connection::{Delivered, RejectedItem, VerifiedMessage};
-use bijou_frame::net::keyhive::{check_tree_id, Access, DocumentKey, Grantee, TreeAccess};
+use bijou_frame::net::connection::RejectedItem;
+use bijou_frame::net::keyhive::{check_tree_id, Access, DocumentKey, Grantee};
 use bijou_frame::net::message::{
-    Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, FingerprintSeed,
-    LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
+    Audience, BatchSyncResponse, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads,
+    SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
-use bijou_frame::net::{Connection, DEFAULT_MAX_FRAME_LENGTH};
+use bijou_frame::net::session::{self, Operation, OperationError, OperationId, TreeAccess};
+use bijou_frame::net::{Connection, RunError, DEFAULT_MAX_FRAME_LENGTH};
 use bijou_frame::prelude::Wire;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
@@ -162,14 +163,11 @@ async fn keyhive(
     job: &ClientJob,
     tree: SedimentreeId,
 ) -> Keyhive {
-    let probe = match conn.probe_access(tree, PROBE_LIMIT).await {
-        Ok(probe) => probe,
+    match conn.run(key, Operation::Probe(tree), PROBE_LIMIT).await {
+        Ok(session::Outcome::Probed(TreeAccess::Unauthorized)) => {}
+        Ok(session::Outcome::Probed(TreeAccess::Silent)) => return Keyhive::Silent,
+        Ok(_) => return Keyhive::NotEnforced,
         Err(e) => return Keyhive::Failed(format!("probing tree {tree}: {e}")),
-    };
-    match probe.access {
-        TreeAccess::Unauthorized => {}
-        TreeAccess::Silent => return Keyhive::Silent,
-        _ => return Keyhive::NotEnforced,
     }
     if let Err(e) = check_tree_id(tree) {
         return Keyhive::Failed(e.to_string());
@@ -181,7 +179,7 @@ async fn keyhive(
     let started = Instant::now();
     let registered = match job.doc.root_delegation(grantee, Access::Edit) {
         Ok(delegation) => {
-            conn.register_document(key, delegation, REGISTER_LIMIT)
+            conn.run(key, Operation::Register(delegation), REGISTER_LIMIT)
                 .await
         }
         Err(e) => return Keyhive::Failed(e.to_string()),
@@ -359,7 +357,9 @@ struct Plan {
 
 struct Planned {
     head: CommitId,
-    /// The encoded LooseCommit message.
+    /// The LooseCommit message.
+    message: SyncMessage,
+    /// Its encoding.
     frame: Bytes,
     /// The signed commit's bytes.
     signed: Bytes,
@@ -390,9 +390,14 @@ impl Plan {
                 sender_heads: RemoteHeads::new(counter, [head]),
                 item: SignedItem::new(signed.clone(), blob.clone()),
             }));
+            let frame = msg.encode()?;
+            let Message::Sync(message) = msg else {
+                return Err("a LooseCommit is a sync message".into());
+            };
             commits.push(Planned {
                 head,
-                frame: msg.encode()?,
+                message,
+                frame,
                 signed: signed.into_bytes(),
                 blob: blob.into_bytes(),
             });
@@ -472,11 +477,12 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     outcome.remote = Some(conn.remote_peer());
     outcome.handshakes.0 = handshake;
     outcome.keyhive = keyhive(&mut conn, &key_a, job, plan.tree).await;
-    outcome.push = push(&mut conn, plan, job).await;
+    outcome.push = push(&mut conn, &key_a, plan, job).await;
     if outcome.push.unacked > 0 {
         // Silence: tell the user why, as far as the server says.
-        if let Ok(probe) = conn.probe_access(plan.tree, PROBE_LIMIT).await {
-            let why = probe.explain(plan.tree, key_a.peer_id());
+        let probe = conn.run(&key_a, Operation::Probe(plan.tree), PROBE_LIMIT);
+        if let Ok(session::Outcome::Probed(access)) = probe.await {
+            let why = access.explain(plan.tree, key_a.peer_id());
             outcome.push.problems.insert(0, why);
         }
     }
@@ -498,6 +504,7 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     outcome.handshakes.1 = handshake;
     outcome.fetch = fetch(
         &mut conn,
+        &key_b,
         plan,
         job.ack_timeout.max(Duration::from_secs(10)),
     )
@@ -506,91 +513,83 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     Ok(outcome)
 }
 
-/// Sends the commits, up to `window` in flight, and matches each to the
-/// HeadsUpdate that names it.
-async fn push(conn: &mut Connection<Carrier>, plan: &Plan, job: &ClientJob) -> PushOutcome {
+/// Pushes the commits as session operations, up to `window` in flight,
+/// each ended by the HeadsUpdate that names it (or a later one: the
+/// session's acknowledgements are cumulative, like a TCP ack).
+async fn push(
+    conn: &mut Connection<Carrier>,
+    key: &SigningKey,
+    plan: &Plan,
+    job: &ClientJob,
+) -> PushOutcome {
     let mut out = PushOutcome {
         rtts: Vec::with_capacity(plan.commits.len()),
         ..PushOutcome::default()
     };
     let started = Instant::now();
-    let index: HashMap<CommitId, usize> = plan
-        .commits
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.head, i))
-        .collect();
-    let mut pending: VecDeque<(usize, Instant)> = VecDeque::with_capacity(job.window);
+    let mut pending: VecDeque<(usize, OperationId, Instant)> = VecDeque::with_capacity(job.window);
     let mut next = 0;
-    loop {
+    'push: loop {
         while pending.len() < job.window && next < plan.commits.len() {
-            let frame = plan.commits[next].frame.clone();
-            let len = frame.len() as u64;
-            let at = Instant::now();
-            if let Err(e) = conn.send_bytes(frame).await {
-                out.problems
-                    .push(format!("sending commit #{} failed: {e}", next + 1));
-                break;
+            let commit = &plan.commits[next];
+            let push = Operation::Push(commit.message.clone());
+            match conn.start(push, job.ack_timeout) {
+                Ok(id) => pending.push_back((next, id, Instant::now())),
+                Err(e) => {
+                    out.problems.push(format!(
+                        "starting the push of commit #{} failed: {e}",
+                        next + 1
+                    ));
+                    break 'push;
+                }
             }
-            out.bytes += len;
-            pending.push_back((next, at));
+            out.bytes += commit.frame.len() as u64;
             next += 1;
         }
-        let Some(&(oldest, sent_at)) = pending.front() else {
+        let Some(&(index, id, sent_at)) = pending.front() else {
             break;
         };
-        let deadline = tokio::time::Instant::from_std(sent_at + job.ack_timeout);
-        let received = match tokio::time::timeout_at(deadline, conn.recv()).await {
-            Err(_) => {
-                pending.pop_front();
+        let ended = conn.finish(id, key).await;
+        count_held(conn, &mut out);
+        match ended {
+            Ok(_) => {
+                out.rtts.push(sent_at.elapsed());
+                out.acked += 1;
+                job.bar.inc(1);
+            }
+            Err(RunError::Operation {
+                error: OperationError::TimedOut { .. },
+                ..
+            }) => {
                 out.unacked += 1;
                 out.problems.push(format!(
                     "no HeadsUpdate naming commit #{} within {:?}",
-                    oldest + 1,
+                    index + 1,
                     job.ack_timeout
                 ));
-                continue;
             }
-            Ok(Err(e)) => {
-                out.problems.push(format!("connection 1 failed: {e}"));
-                break;
-            }
-            Ok(Ok(None)) => {
+            Err(RunError::Closed { .. }) => {
                 out.problems
                     .push("the server closed connection 1".to_owned());
                 break;
             }
-            Ok(Ok(Some(received))) => received,
-        };
-        let now = Instant::now();
-        match received.result {
-            Ok(Delivered::Sync(VerifiedMessage {
-                message: SyncMessage::HeadsUpdate(update),
-                ..
-            })) if update.id == plan.tree => {
-                // Cumulative: the newest of our commits it names covers
-                // every pending commit sent before it.
-                let newest = update
-                    .heads
-                    .heads()
-                    .iter()
-                    .filter_map(|h| index.get(h))
-                    .max();
-                let Some(&newest) = newest else {
-                    out.other += 1;
-                    continue;
-                };
-                pending.retain(|&(i, at)| {
-                    if i <= newest {
-                        out.rtts.push(now.duration_since(at));
-                        out.acked += 1;
-                        job.bar.inc(1);
-                        false
-                    } else {
-                        true
-                    }
-                });
+            Err(e) => {
+                out.problems.push(format!("connection 1 failed: {e}"));
+                break;
             }
+        }
+        pending.pop_front();
+    }
+    // Whatever is still pending or unsent when the loop broke off.
+    out.unacked += pending.len() + (plan.commits.len() - next);
+    out.elapsed = started.elapsed();
+    out
+}
+
+/// Counts the server's other messages received while a push waited.
+fn count_held(conn: &mut Connection<Carrier>, out: &mut PushOutcome) {
+    for received in conn.drain_held() {
+        match received.result {
             Ok(_) => out.other += 1,
             Err(why) => {
                 out.rejected += 1;
@@ -599,70 +598,74 @@ async fn push(conn: &mut Connection<Carrier>, plan: &Plan, job: &ClientJob) -> P
             }
         }
     }
-    // Whatever is still pending or unsent when the loop broke off.
-    out.unacked += pending.len() + (plan.commits.len() - next);
-    out.elapsed = started.elapsed();
-    out
 }
 
-/// Asks for the whole tree and checks the answer against the plan.
-async fn fetch(conn: &mut Connection<Carrier>, plan: &Plan, wait: Duration) -> FetchOutcome {
-    let mut out = FetchOutcome::default();
-    let nonce: u64 = rand::random();
-    let seed = FingerprintSeed::new(rand::random(), rand::random());
-    let me = conn.local_peer();
-    let request = BatchSyncRequest::new(plan.tree, me, nonce, false, seed, [], []);
+/// Fetches the whole tree (a session operation) and checks the answer
+/// against the plan.
+async fn fetch(
+    conn: &mut Connection<Carrier>,
+    key: &SigningKey,
+    plan: &Plan,
+    wait: Duration,
+) -> FetchOutcome {
+    let mut out = FetchOutcome {
+        missing: plan.commits.len(),
+        ..FetchOutcome::default()
+    };
     let started = Instant::now();
-    if let Err(e) = conn.send(Message::Sync(request.into())).await {
-        out.problems
-            .push(format!("sending the BatchSyncRequest failed: {e}"));
-        out.missing = plan.commits.len();
-        return out;
-    }
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let received = match tokio::time::timeout_at(deadline, conn.recv()).await {
-            Err(_) => {
-                out.problems
-                    .push(format!("no BatchSyncResponse within {wait:?}"));
-                break;
-            }
-            Ok(Err(e)) => {
-                out.problems.push(format!("connection 2 failed: {e}"));
-                break;
-            }
-            Ok(Ok(None)) => {
-                out.problems
-                    .push("the server closed connection 2".to_owned());
-                break;
-            }
-            Ok(Ok(Some(received))) => received,
-        };
-        let verified = match received.result {
-            Ok(Delivered::Sync(verified)) => verified,
-            Ok(_) => continue,
-            Err(why) => {
-                out.problems
-                    .push(format!("rejected a server message: {why}"));
-                continue;
-            }
-        };
-        let SyncMessage::BatchSyncResponse(response) = &verified.message else {
-            continue;
-        };
-        if response.nonce != nonce || response.id != plan.tree {
-            continue;
+    let verified = match conn.run(key, Operation::Fetch(plan.tree), wait).await {
+        Ok(session::Outcome::Fetched(verified)) => verified,
+        Ok(other) => {
+            out.problems.push(format!("a fetch ended as {other:?}"));
+            return out;
         }
-        out.elapsed = started.elapsed();
-        out.bytes = received.bytes.len();
-        if response.requestor != me {
+        Err(RunError::Operation {
+            error: OperationError::TimedOut { .. },
+            ..
+        }) => {
             out.problems
-                .push("the response names another requestor".to_owned());
+                .push(format!("no BatchSyncResponse within {wait:?}"));
+            return out;
         }
-        check_response(&mut out, plan, response, &verified.rejected);
-        return out;
+        Err(RunError::Operation {
+            error: OperationError::Refused { reason, .. },
+            ..
+        }) => {
+            out.answered = true;
+            out.problems.push(format!("the server answered {reason}"));
+            return out;
+        }
+        Err(RunError::Closed { .. }) => {
+            out.problems
+                .push("the server closed connection 2".to_owned());
+            return out;
+        }
+        Err(e) => {
+            out.problems.push(format!("connection 2 failed: {e}"));
+            return out;
+        }
+    };
+    for received in conn.drain_held() {
+        if let Err(why) = received.result {
+            out.problems
+                .push(format!("rejected a server message: {why}"));
+        }
     }
-    out.missing = plan.commits.len();
+    let SyncMessage::BatchSyncResponse(response) = &verified.message else {
+        out.problems
+            .push("the fetch ended in another message".to_owned());
+        return out;
+    };
+    out.missing = 0;
+    out.elapsed = started.elapsed();
+    out.bytes = Message::Sync(verified.message.clone())
+        .wire_len()
+        .unwrap_or_default();
+    if response.requestor != conn.local_peer() {
+        out.problems
+            .push("the response names another requestor".to_owned());
+    }
+    check_response(&mut out, plan, response, &verified.rejected);
     out
 }
 
@@ -885,7 +888,7 @@ impl Outcome {
 mod tests {
     use super::*;
     use crate::serve::{Store, Stored};
-    use bijou_frame::net::message::Fingerprint;
+    use bijou_frame::net::message::{BatchSyncRequest, Fingerprint, FingerprintSeed};
     use clap::Parser;
 
     #[derive(Debug, Parser)]

@@ -77,6 +77,7 @@
 //! # }
 //! ```
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -86,8 +87,11 @@ use std::time::{Duration, Instant};
 use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
 use bijou_proto::handshake::{Authenticated, HandshakeConfig, Responder};
 use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
-use bijou_proto::session::{Session, SessionConfig, Work};
-use bijou_proto::time::Clock;
+use bijou_proto::session::{
+    Operation, OperationError, OperationId, Outcome, Session, SessionConfig, StartError, Work,
+    WrongSigner,
+};
+use bijou_proto::time::{Clock, Timestamp};
 use bijou_proto::VerifyBudget;
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
@@ -112,11 +116,88 @@ pub struct Connection<T> {
     transport: T,
     session: Session,
     clock: Clock,
-    /// The budget's wait in progress.
-    wait: Option<BudgetTimer>,
     ended: bool,
     /// The session's own messages were written and not flushed yet.
     transmits_unflushed: bool,
+    /// The timers and the messages held for `recv`, made when first
+    /// needed and freed once idle: an idle connection holds a pointer.
+    operations: Option<Box<OperationShell>>,
+}
+
+/// The shell's waits: the verification budget's, and what the session's
+/// operations need of the shell.
+#[derive(Debug, Default)]
+struct OperationShell {
+    /// The budget's wait in progress.
+    budget_wait: Option<BudgetTimer>,
+    /// Messages received while [`Connection::finish`] waited, for
+    /// [`Connection::recv`] (at most [`HELD_MESSAGES`] and about
+    /// [`HELD_BYTES`]).
+    held: VecDeque<Received>,
+    held_bytes: usize,
+    /// The timer for the session's earliest operation deadline, and that
+    /// deadline.
+    deadline: Option<(Timestamp, BudgetTimer)>,
+    /// Operations in flight when last looked at: a change means one ended
+    /// (or started), which `finish` must see.
+    in_flight: usize,
+}
+
+/// How many received messages [`Connection::finish`] keeps for
+/// [`Connection::recv`] while it waits; past this it reads nothing more
+/// until the operation ends (its deadline still ends it).
+pub const HELD_MESSAGES: usize = 256;
+
+/// How many bytes of received messages [`Connection::finish`] keeps for
+/// [`Connection::recv`] while it waits (the last message may pass it).
+pub const HELD_BYTES: usize = 4 << 20;
+
+/// Why [`Connection::run`] or [`Connection::finish`] returned no outcome.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The operation could not start; nothing was sent.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// It ended without its outcome: timed out, refused, or a keyhive
+    /// failure.
+    #[error("{id}: {error}")]
+    Operation {
+        /// Which.
+        id: OperationId,
+        /// Why.
+        #[source]
+        error: OperationError,
+    },
+    /// The signer given is not the connection's key.
+    #[error(transparent)]
+    WrongSigner(#[from] WrongSigner),
+    /// No such operation is running or waiting to be taken (it never
+    /// started here, or its end was already taken).
+    #[error("{0} is not running on this connection, and its end was already taken or never was")]
+    Unknown(OperationId),
+    /// The peer closed the connection first.
+    #[error("the peer closed the connection while {id} waited for {waiting_for}")]
+    Closed {
+        /// Which.
+        id: OperationId,
+        /// What it waited for.
+        waiting_for: &'static str,
+    },
+    /// The transport failed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+}
+
+/// What one turn of the receive loop produced.
+// A return value, never stored: as large as the `Received` it carries.
+#[allow(clippy::large_enum_variant)]
+enum Progress {
+    Received(Received),
+    /// An operation started or ended.
+    Operations,
+    /// An operation waits for `sign_with`; nothing is read meanwhile.
+    NeedsSigner,
 }
 
 impl<T: Transport> Connection<T> {
@@ -173,9 +254,9 @@ impl<T: Transport> Connection<T> {
             transport,
             session: Session::new(local, remote, SessionConfig::new(rand::random())),
             clock: Clock::system(),
-            wait: None,
             ended: false,
             transmits_unflushed: false,
+            operations: None,
         }
     }
 
@@ -462,6 +543,169 @@ impl<T: Transport> Connection<T> {
         Ok(sealed)
     }
 
+    /// Starts `operation` on the session, to end within `timeout` (see
+    /// [`session::operation`](bijou_proto::session::Operation)): returns
+    /// its id at once. What it sends goes out with the next send, receive
+    /// or [`finish`](Self::finish); its end waits for
+    /// [`finish`](Self::finish). Start several, then finish each: a window
+    /// of pushes in flight.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError`]: nothing was sent.
+    pub fn start(
+        &mut self,
+        operation: Operation,
+        timeout: Duration,
+    ) -> Result<OperationId, StartError> {
+        let deadline = self.clock.monotonic().saturating_add(timeout);
+        let id = self.session.start(operation, deadline)?;
+        self.operations.get_or_insert_with(Box::default);
+        Ok(id)
+    }
+
+    /// Waits for operation `id` to end and returns its outcome: the one
+    /// way to await an operation. Meanwhile it sends what the session
+    /// sends, signs with `signer` what a keyhive registration needs (the
+    /// key that ran the handshake), and keeps every other message received
+    /// for [`recv`](Self::recv), in order (at most [`HELD_MESSAGES`] and
+    /// about [`HELD_BYTES`]; past that it reads nothing more, and the
+    /// operation's deadline still ends it).
+    ///
+    /// ```no_run
+    /// # use bijou_frame::net::session::{Operation, Outcome};
+    /// # use bijou_frame::net::message::SedimentreeId;
+    /// # use bijou_frame::signing::ed25519_dalek::SigningKey;
+    /// # async fn f<T: bijou_frame::net::Transport>(conn: &mut bijou_frame::net::Connection<T>, key: &SigningKey) -> Result<(), bijou_frame::net::RunError> {
+    /// use std::time::Duration;
+    /// let tree = SedimentreeId::new([9; 32]);
+    /// let fetch = conn.start(Operation::Fetch(tree), Duration::from_secs(10))?;
+    /// let Outcome::Fetched(verified) = conn.finish(fetch, key).await? else { unreachable!() };
+    /// println!("{} commits", verified.items.len());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the operation runs on in the session, what was
+    /// received meanwhile stays held for `recv`, and calling `finish`
+    /// again carries on.
+    ///
+    /// # Errors
+    ///
+    /// [`RunError::Operation`] when it ended without its outcome (timed
+    /// out, refused), [`RunError::WrongSigner`], [`RunError::Unknown`],
+    /// [`RunError::Closed`], [`RunError::Transport`].
+    pub async fn finish<S: Identity + ?Sized>(
+        &mut self,
+        id: OperationId,
+        signer: &S,
+    ) -> Result<Outcome, RunError> {
+        futures::future::poll_fn(|cx| self.poll_finish(cx, id, signer)).await
+    }
+
+    /// [`start`](Self::start), then [`finish`](Self::finish).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Connection::finish`], once started.
+    ///
+    /// # Errors
+    ///
+    /// As [`Connection::start`] and [`Connection::finish`].
+    pub async fn run<S: Identity + ?Sized>(
+        &mut self,
+        signer: &S,
+        operation: Operation,
+        timeout: Duration,
+    ) -> Result<Outcome, RunError> {
+        let id = self.start(operation, timeout)?;
+        self.finish(id, signer).await
+    }
+
+    /// Takes the messages [`finish`](Self::finish) kept while it waited,
+    /// oldest first, without waiting for more ([`recv`](Self::recv)
+    /// returns them too, before anything newer).
+    pub fn drain_held(&mut self) -> std::collections::vec_deque::IntoIter<Received> {
+        let held = match self.operations.as_mut() {
+            Some(shell) => {
+                shell.held_bytes = 0;
+                std::mem::take(&mut shell.held)
+            }
+            None => VecDeque::new(),
+        };
+        self.tidy();
+        held.into_iter()
+    }
+
+    fn poll_finish<S: Identity + ?Sized>(
+        &mut self,
+        cx: &mut Context<'_>,
+        id: OperationId,
+        signer: &S,
+    ) -> Poll<Result<Outcome, RunError>> {
+        loop {
+            if self.session.needs_signer() {
+                self.session.sign_with(signer)?;
+            }
+            if let Some(done) = self.session.completed(id) {
+                self.tidy();
+                return Poll::Ready(
+                    done.result
+                        .map_err(|error| RunError::Operation { id, error }),
+                );
+            }
+            let Some(waiting_for) = self.session.waiting_for(id) else {
+                return Poll::Ready(Err(RunError::Unknown(id)));
+            };
+            let shell = self.operations.get_or_insert_with(Box::default);
+            if shell.held.len() >= HELD_MESSAGES || shell.held_bytes >= HELD_BYTES {
+                // Read nothing more: write what the session sends, and let
+                // the deadline end the operation.
+                if let Err(e) = ready!(self.poll_send_transmits(cx)) {
+                    return Poll::Ready(Err(e.into()));
+                }
+                ready!(self.poll_deadline(cx));
+                continue;
+            }
+            match ready!(self.poll_progress(cx)) {
+                Some(Ok(Progress::Received(received))) => {
+                    let shell = self.operations.get_or_insert_with(Box::default);
+                    shell.held_bytes += received.bytes.len();
+                    shell.held.push_back(received);
+                }
+                Some(Ok(Progress::Operations | Progress::NeedsSigner)) => {}
+                Some(Err(e)) => return Poll::Ready(Err(e.into())),
+                None => return Poll::Ready(Err(RunError::Closed { id, waiting_for })),
+            }
+        }
+    }
+
+    /// Waits for the session's earliest operation deadline, and ends the
+    /// operations it ends ([`Session::handle_timeout`]).
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(at) = self.session.poll_timeout() else {
+            return Poll::Pending;
+        };
+        let Some(shell) = self.operations.as_mut() else {
+            return Poll::Pending;
+        };
+        let clock = &self.clock;
+        let timer = match &mut shell.deadline {
+            Some((armed, timer)) if *armed == at => timer,
+            slot => {
+                let wait = at.saturating_duration_since(clock.monotonic());
+                &mut slot.insert((at, BudgetTimer::after(wait))).1
+            }
+        };
+        ready!(timer.poll(cx));
+        shell.deadline = None;
+        // Expires what is due; verification work, if any, is the
+        // receive loop's.
+        let _ = self.session.handle_timeout(self.clock.now());
+        Poll::Ready(())
+    }
+
     /// Splits into a sending and a receiving half for two tasks, sharing
     /// the connection (and so its session); [`ConnectionSender::reunite`]
     /// puts them back together. The halves take turns on one lock, held
@@ -541,11 +785,69 @@ impl<T: Transport> Connection<T> {
         self.transport.start_send_in_place(message)
     }
 
-    /// The receive loop; see the [module docs](self).
+    /// The receive stream: the messages `finish` held first, then the
+    /// receive loop's.
     fn poll_receive(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Received, TransportError>>> {
+        if let Some(shell) = self.operations.as_mut() {
+            if let Some(received) = shell.held.pop_front() {
+                shell.held_bytes = shell.held_bytes.saturating_sub(received.bytes.len());
+                if shell.held.is_empty() {
+                    shell.held = VecDeque::new();
+                    self.tidy();
+                }
+                return Poll::Ready(Some(Ok(received)));
+            }
+        }
+        loop {
+            return match ready!(self.poll_progress(cx)) {
+                Some(Ok(Progress::Received(received))) => {
+                    self.tidy();
+                    Poll::Ready(Some(Ok(received)))
+                }
+                Some(Ok(Progress::Operations)) => continue,
+                // Only `finish` has the signer: the deadline, whose timer
+                // is armed, ends the wait.
+                Some(Ok(Progress::NeedsSigner)) => Poll::Pending,
+                Some(Err(e)) => Poll::Ready(Some(Err(e))),
+                None => Poll::Ready(None),
+            };
+        }
+    }
+
+    /// Frees the shell's box once it holds nothing: no wait, no deadline,
+    /// no held message, no operation running.
+    fn tidy(&mut self) {
+        // A deadline timer is stale once no operation runs, a budget
+        // wait once nothing is being verified.
+        let idle = self.operations.as_ref().is_some_and(|shell| {
+            shell.held.is_empty()
+                && self.session.operations_in_flight() == 0
+                && (shell.budget_wait.is_none() || !self.session.has_work())
+        });
+        if idle {
+            self.operations = None;
+        }
+    }
+
+    /// Whether operations started or ended since last asked.
+    fn operations_moved(&mut self) -> bool {
+        let Some(shell) = self.operations.as_mut() else {
+            return false;
+        };
+        let now = self.session.operations_in_flight();
+        let moved = now != shell.in_flight;
+        shell.in_flight = now;
+        moved
+    }
+
+    /// The receive loop; see the [module docs](self).
+    fn poll_progress(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Progress, TransportError>>> {
         let started = Instant::now();
         loop {
             if self.session.has_transmit() || self.transmits_unflushed {
@@ -558,12 +860,18 @@ impl<T: Transport> Connection<T> {
                 }
             }
             if let Some(received) = self.session.poll_event() {
-                return Poll::Ready(Some(Ok(received)));
+                return Poll::Ready(Some(Ok(Progress::Received(received))));
+            }
+            if self.operations_moved() {
+                return Poll::Ready(Some(Ok(Progress::Operations)));
             }
             if self.session.has_work() {
-                if let Some(wait) = self.wait.as_mut() {
-                    ready!(wait.poll(cx));
-                    self.wait = None;
+                if let Some(shell) = self.operations.as_mut() {
+                    if let Some(wait) = shell.budget_wait.as_mut() {
+                        ready!(wait.poll(cx));
+                        shell.budget_wait = None;
+                        self.tidy();
+                    }
                 }
                 match self.session.poll_work(self.clock.now()) {
                     Work::Idle => continue,
@@ -575,7 +883,8 @@ impl<T: Transport> Connection<T> {
                     }
                     Work::Wait(at) => {
                         let wait = at.saturating_duration_since(self.clock.monotonic());
-                        self.wait = Some(BudgetTimer::after(wait));
+                        self.operations.get_or_insert_with(Box::default).budget_wait =
+                            Some(BudgetTimer::after(wait));
                         continue;
                     }
                 }
@@ -584,8 +893,17 @@ impl<T: Transport> Connection<T> {
                 self.ended = true;
                 return Poll::Ready(Some(Err(e)));
             }
+            if self.operations.is_some() && self.poll_deadline(cx).is_ready() {
+                continue;
+            }
             if self.ended {
                 return Poll::Ready(None);
+            }
+            if self.session.needs_signer() {
+                // A registration waits for its signer: `finish` signs;
+                // the receive stream waits for the deadline (polled
+                // above), which ends the registration otherwise.
+                return Poll::Ready(Some(Ok(Progress::NeedsSigner)));
             }
             let bytes = match ready!(self.transport.poll_next_unpin(cx)) {
                 Some(Ok(bytes)) => bytes,

@@ -56,7 +56,8 @@ pub use bijou_proto::message::{
 };
 pub use bijou_proto::VerifyBudget;
 pub use connection::{
-    Connection, Delivered, Received, Rejected, RejectedItem, Shutdown, VerifiedMessage,
+    Connection, Delivered, Received, Rejected, RejectedItem, RunError, Shutdown, VerifiedMessage,
+    HELD_BYTES, HELD_MESSAGES,
 };
 pub use handshake::ConnectError;
 pub use message_codec::{MessageCodec, SendError};

@@ -32,13 +32,15 @@ use std::time::{Duration, Instant};
 
 use bijou_net::handshake::HandshakeConfig;
 use bijou_net::keyhive::{
-    check_tree_id, Access, DocumentKey, Grantee, KeyhiveError, Outcome, TreeAccess,
+    check_tree_id, Access, DocumentKey, Grantee, KeyhiveError, Outcome, RootDelegation,
 };
 use bijou_net::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
+use bijou_net::session::{self, Operation, OperationError, TreeAccess};
 use bijou_net::transport::{websocket, Transport, TransportError};
+use bijou_net::RunError;
 use bijou_net::{Connection, VerifiedMessage};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
@@ -507,25 +509,23 @@ async fn a_public_document_is_registered_then_pushed_to_and_fetched_back_byte_fo
             push(&mut a, tree, 0, head, item, Duration::from_millis(700)).await,
             None
         );
-        let probe = a.probe_access(tree, REPLY).await.expect("probe");
-        assert_eq!(probe.access, TreeAccess::Unauthorized);
-        assert!(probe
+        let access = probe(&mut a, &alice, tree).await;
+        assert_eq!(access, TreeAccess::Unauthorized);
+        assert!(access
             .explain(tree, alice.peer_id())
             .contains("enforces keyhive access control"));
 
         // Register (public Edit), then push 20 commits, each acknowledged.
-        let registered = a
-            .register_document(
-                &alice,
-                doc.root_delegation(Grantee::Public, Access::Edit).unwrap(),
-                REPLY,
-            )
+        let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+        assert_eq!(delegation.tree_id(), tree);
+        let registered = register(&mut a, &alice, delegation, REPLY)
             .await
             .expect("registered");
-        assert_eq!(registered.outcome, Outcome::Registered);
-        assert_eq!(registered.tree, tree);
-        let probe = a.probe_access(tree, REPLY).await.expect("probe");
-        assert_eq!(probe.access, TreeAccess::Readable { heads: 0 });
+        assert_eq!(registered, Outcome::Registered);
+        assert_eq!(
+            probe(&mut a, &alice, tree).await,
+            TreeAccess::Readable { heads: 0 }
+        );
         let mut pushed = Vec::new();
         let mut parent = None;
         for n in 0..20u32 {
@@ -547,15 +547,10 @@ async fn a_public_document_is_registered_then_pushed_to_and_fetched_back_byte_fo
         assert!(push(&mut b, tree, 99, head, item, REPLY).await.is_some());
 
         // Registering again (a client reopening the document) works.
-        let again = b
-            .register_document(
-                &bob,
-                doc.root_delegation(Grantee::Public, Access::Edit).unwrap(),
-                REPLY,
-            )
+        let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+        register(&mut b, &bob, delegation, REPLY)
             .await
             .expect("registered again");
-        assert_eq!(again.tree, tree);
     })
     .await
     .expect("bounded");
@@ -569,14 +564,12 @@ async fn a_key_only_document_admits_its_key_and_refuses_others() {
         let mut a = connect(&node, &alice).await;
         let doc = DocumentKey::from_seed([0x43; 32]);
         let tree = doc.tree_id();
-        a.register_document(
-            &alice,
-            doc.root_delegation(Grantee::Key(alice.peer_id()), Access::Edit)
-                .unwrap(),
-            REPLY,
-        )
-        .await
-        .expect("registered");
+        let delegation = doc
+            .root_delegation(Grantee::Key(alice.peer_id()), Access::Edit)
+            .unwrap();
+        register(&mut a, &alice, delegation, REPLY)
+            .await
+            .expect("registered");
         let (head, item) = commit(&alice, tree, 0, None);
         assert!(push(&mut a, tree, 0, head, item.clone(), REPLY)
             .await
@@ -594,24 +587,14 @@ async fn a_key_only_document_admits_its_key_and_refuses_others() {
             push(&mut b, tree, 1, head, item, Duration::from_millis(700)).await,
             None
         );
-        assert_eq!(
-            b.probe_access(tree, REPLY).await.unwrap().access,
-            TreeAccess::Unauthorized
-        );
+        assert_eq!(probe(&mut b, &bob, tree).await, TreeAccess::Unauthorized);
 
         // A wrong signer is refused locally.
-        let err = b
-            .register_document(
-                &alice,
-                doc.root_delegation(Grantee::Public, Access::Edit).unwrap(),
-                REPLY,
-            )
+        let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+        let err = register(&mut b, &alice, delegation, REPLY)
             .await
             .unwrap_err();
-        assert!(
-            matches!(err, bijou_net::keyhive::RegisterError::WrongSigner { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, RunError::WrongSigner(_)), "{err}");
     })
     .await
     .expect("bounded");
@@ -624,19 +607,17 @@ async fn an_open_node_ignores_registration_and_a_bad_tree_id_is_refused_locally(
         let alice = SigningKey::from_bytes(&[1; 32]);
         let mut a = connect(&node, &alice).await;
         let doc = DocumentKey::from_seed([0x44; 32]);
-        let err = a
-            .register_document(
-                &alice,
-                doc.root_delegation(Grantee::Public, Access::Edit).unwrap(),
-                Duration::from_millis(500),
-            )
+        let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+        let err = register(&mut a, &alice, delegation, Duration::from_millis(500))
             .await
             .unwrap_err();
         assert!(
             matches!(
                 err,
-                bijou_net::keyhive::RegisterError::TimedOut {
-                    waiting_for: "MissingContactCard",
+                RunError::Operation {
+                    error: OperationError::TimedOut {
+                        waiting_for: "MissingContactCard"
+                    },
                     ..
                 }
             ),
@@ -664,13 +645,10 @@ async fn run_200(node: &Node, keyhive: bool) -> (Vec<Duration>, Duration) {
     let doc = DocumentKey::from_seed(rand::random());
     let tree = doc.tree_id();
     if keyhive {
-        conn.register_document(
-            &me,
-            doc.root_delegation(Grantee::Public, Access::Edit).unwrap(),
-            REPLY,
-        )
-        .await
-        .expect("registered");
+        let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+        register(&mut conn, &me, delegation, REPLY)
+            .await
+            .expect("registered");
     }
     let mut rtts = Vec::with_capacity(200);
     let mut pushed = Vec::with_capacity(200);
@@ -737,4 +715,32 @@ async fn figure_push_and_fetch_200_commits_keyhive_vs_open() {
     })
     .await
     .expect("bounded");
+}
+
+/// What a probe of `tree` as `key` finds, run as a session operation.
+async fn probe<T: Transport>(
+    conn: &mut Connection<T>,
+    key: &SigningKey,
+    tree: SedimentreeId,
+) -> TreeAccess {
+    match conn.run(key, Operation::Probe(tree), REPLY).await {
+        Ok(session::Outcome::Probed(access)) => access,
+        other => panic!("a probe ends probed: {other:?}"),
+    }
+}
+
+/// Registers `delegation` as `key`, a session operation.
+async fn register<T: Transport>(
+    conn: &mut Connection<T>,
+    key: &SigningKey,
+    delegation: RootDelegation,
+    limit: Duration,
+) -> Result<Outcome, RunError> {
+    match conn
+        .run(key, Operation::Register(delegation), limit)
+        .await?
+    {
+        session::Outcome::Registered(outcome) => Ok(outcome),
+        other => panic!("a registration ends registered: {other:?}"),
+    }
 }

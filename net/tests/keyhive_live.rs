@@ -18,11 +18,12 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bijou_net::handshake::HandshakeConfig;
-use bijou_net::keyhive::{Access, DocumentKey, Grantee, TreeAccess};
+use bijou_net::keyhive::{Access, DocumentKey, Grantee};
 use bijou_net::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
+use bijou_net::session::{Operation, Outcome, TreeAccess};
 use bijou_net::transport::{websocket, Transport};
 use bijou_net::{Connection, Delivered, VerifiedMessage};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
@@ -107,29 +108,27 @@ async fn live_subduction_cli_with_keyhive() {
 
     let (head, item) = commit(&alice, tree, 0, None);
     let acked = push(&mut a, tree, 0, head, item, Duration::from_secs(2)).await;
-    let probe = a.probe_access(tree, REPLY).await.expect("probe");
+    let Outcome::Probed(access) = a
+        .run(&alice, Operation::Probe(tree), REPLY)
+        .await
+        .expect("probe")
+    else {
+        panic!("a probe ends probed")
+    };
     println!(
-        "before registering: push acknowledged = {acked}; probe: {:?}: {}",
-        probe.access,
-        probe.explain(tree, alice.peer_id())
+        "before registering: push acknowledged = {acked}; probe: {access:?}: {}",
+        access.explain(tree, alice.peer_id())
     );
     assert!(!acked);
-    assert_eq!(probe.access, TreeAccess::Unauthorized);
+    assert_eq!(access, TreeAccess::Unauthorized);
 
     let start = Instant::now();
+    let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
     let registered = a
-        .register_document(
-            &alice,
-            doc.root_delegation(Grantee::Public, Access::Edit).unwrap(),
-            REPLY,
-        )
+        .run(&alice, Operation::Register(delegation), REPLY)
         .await
         .expect("registered");
-    println!(
-        "registered: {:?} in {:?}",
-        registered.outcome,
-        start.elapsed()
-    );
+    println!("registered: {registered:?} in {:?}", start.elapsed());
 
     let mut pushed = Vec::new();
     let mut parent = None;

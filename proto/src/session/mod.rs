@@ -354,7 +354,7 @@ impl Session {
             })
     }
 
-    /// Starts `operation` (see [`operation`](self#operations)), to end by
+    /// Starts `operation` (see [`Operation`]), to end by
     /// `deadline` at the latest: what it sends waits in
     /// [`Session::poll_transmit`], and its end in
     /// [`Session::poll_completed`]. A registration's first message waits
@@ -466,6 +466,13 @@ impl Session {
         self.operations().is_some_and(|ops| ops.is_in_flight(id))
     }
 
+    /// What operation `id` waits for (`"BatchSyncResponse"`), while it
+    /// runs.
+    #[must_use]
+    pub fn waiting_for(&self, id: OperationId) -> Option<&'static str> {
+        self.operations()?.waiting_for(id)
+    }
+
     /// How many operations are running.
     #[must_use]
     pub fn operations_in_flight(&self) -> usize {
@@ -479,13 +486,9 @@ impl Session {
             Some(ops) => ops.offer(received),
             None => Some(received),
         };
+        // The operations stay once made (their ids and random draws go
+        // on; their queues hold nothing while idle).
         self.inbound = received.map(|received| Box::new(Inbound::Ready(received)));
-        if let Some(extras) = self.extras.as_mut() {
-            if extras.operations.as_ref().is_some_and(Operations::is_empty) {
-                // Nothing held while idle.
-                extras.operations = None;
-            }
-        }
     }
 
     /// Whether verification work is pending ([`Session::poll_work`]).

@@ -1,40 +1,9 @@
-//! Operations: the exchanges a [`Session`](super::Session) runs to their
-//! end, each started with an id and ended by exactly one [`Completed`].
-//!
-//! ```text
-//!   start(Operation, deadline) ──► OperationId; what it sends waits in poll_transmit()
-//!
-//!   Push(LooseCommit)   ── the commit ──►             ◄── HeadsUpdate naming its head
-//!                                                         (or a later push's, same tree)
-//!   Fetch(tree)         ── BatchSyncRequest{nonce} ──► ◄── BatchSyncResponse{nonce, tree}
-//!   Probe(tree)         ── BatchSyncRequest{nonce} ──► ◄── BatchSyncResponse{nonce, tree}
-//!   Register(document)  ── RequestContactCard ──► ... ◄── SyncConfirmation   (keyhive)
-//!   Subscribe(topics)   ── Subscribe ──►               ◄── SubscribeRejected (or silence)
-//!
-//!   the answer ──► poll_completed() / completed(id):
-//!                  Completed { id, result: Ok(Outcome) | Err(OperationError) }
-//!   the deadline passes ──► handle_timeout(now) ──► Err(TimedOut { waiting_for })
-//!                           (a Subscribe nobody refused: Ok(Subscribed { refused: None }))
-//! ```
-//!
-//! A received message that ends an operation is consumed by it: it is in
-//! the outcome, never also in [`poll_event`](super::Session::poll_event).
-//! Anything else (a response to an operation never started, a second
-//! response to a finished one) is delivered as an ordinary message; no
-//! operation ends twice.
-//!
-//! # Signing as an effect
-//!
-//! A keyhive registration signs four messages, three of them only once
-//! the server's answer says what they hold. The session holds no key:
-//! while [`needs_signer`](super::Session::needs_signer) is true it reads
-//! nothing, and [`sign_with`](super::Session::sign_with) resumes it with
-//! the connection's own key (an in-memory key, or any
-//! [`Identity`](bijou_signing::Identity), which may be a hardware or
-//! remote signer that the caller awaited first).
+//! Operations: the exchanges a session runs to their end (see
+//! [`Operation`]).
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
+use alloc::format;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -70,7 +39,41 @@ impl fmt::Display for OperationId {
     }
 }
 
-/// An exchange to run; see the [module docs](self).
+/// An exchange a [`Session`](super::Session) runs to its end: started
+/// with [`Session::start`](super::Session::start), it gets an id and ends
+/// in exactly one [`Completed`].
+///
+/// ```text
+///   start(Operation, deadline) ──► OperationId; what it sends waits in poll_transmit()
+///
+///   Push(LooseCommit)   ── the commit ──►             ◄── HeadsUpdate naming its head
+///                                                         (or a later push's, same tree)
+///   Fetch(tree)         ── BatchSyncRequest{nonce} ──► ◄── BatchSyncResponse{nonce, tree}
+///   Probe(tree)         ── BatchSyncRequest{nonce} ──► ◄── BatchSyncResponse{nonce, tree}
+///   Register(document)  ── RequestContactCard ──► ... ◄── SyncConfirmation   (keyhive)
+///   Subscribe(topics)   ── Subscribe ──►               ◄── SubscribeRejected (or silence)
+///
+///   the answer ──► poll_completed() / completed(id):
+///                  Completed { id, result: Ok(Outcome) | Err(OperationError) }
+///   the deadline passes ──► handle_timeout(now) ──► Err(TimedOut { waiting_for })
+///                           (a Subscribe nobody refused: Ok(Subscribed { refused: None }))
+/// ```
+///
+/// A received message that ends an operation is consumed by it: it is in
+/// the outcome, never also in [`poll_event`](super::Session::poll_event).
+/// Anything else (a response to an operation never started, a second
+/// response to a finished one) is delivered as an ordinary message; no
+/// operation ends twice.
+///
+/// # Signing as an effect
+///
+/// A keyhive registration signs four messages, three of them only once
+/// the server's answer says what they hold. The session holds no key:
+/// while [`needs_signer`](super::Session::needs_signer) is true it reads
+/// nothing, and [`sign_with`](super::Session::sign_with) resumes it with
+/// the connection's own key (an in-memory key, or any
+/// [`Identity`](bijou_signing::Identity), which may be a hardware or
+/// remote signer that the caller awaited first).
 // Passed once to `start`, never stored: boxing the commit would cost
 // every push an allocation for nothing.
 #[allow(clippy::large_enum_variant)]
@@ -147,6 +150,20 @@ pub enum TreeAccess {
     /// No answer by the deadline: the silence is not an access refusal
     /// (the peer is overloaded, hung, or not a Subduction node).
     Silent,
+}
+
+impl TreeAccess {
+    /// A sentence for a user whose pushes to `tree` as `key` went
+    /// unacknowledged.
+    #[must_use]
+    pub fn explain(self, tree: SedimentreeId, key: PeerId) -> alloc::string::String {
+        match self {
+            Self::Readable { .. } => format!("the server lets {key} read tree {tree}; unacknowledged pushes have another cause (the server is slow, or this key may read but not write)"),
+            Self::Unauthorized => format!("the server enforces keyhive access control: tree {tree} is not a document {key} may write (register it first, or use a document this key was granted Edit on)"),
+            Self::NotFound => format!("the server does not have tree {tree}, and did not take the pushes"),
+            Self::Silent => format!("the server answered no fetch of tree {tree} either: the silence is not an access refusal (the server is overloaded, hung, or not a Subduction server)"),
+        }
+    }
 }
 
 /// Why an operation ended without its outcome.
@@ -333,16 +350,17 @@ impl Operations {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
-        self.in_flight.is_empty() && self.completed.is_empty()
-    }
-
     pub(super) fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
 
     pub(super) fn is_in_flight(&self, id: OperationId) -> bool {
         self.in_flight.iter().any(|op| op.id == id)
+    }
+
+    pub(super) fn waiting_for(&self, id: OperationId) -> Option<&'static str> {
+        let op = self.in_flight.iter().find(|op| op.id == id)?;
+        Some(op.state.waiting_for())
     }
 
     pub(super) fn needs_signer(&self) -> bool {
@@ -364,7 +382,11 @@ impl Operations {
 
     pub(super) fn completed(&mut self, id: OperationId) -> Option<Completed> {
         let at = self.completed.iter().position(|done| done.id == id)?;
-        self.completed.remove(at)
+        let done = self.completed.remove(at);
+        if self.completed.is_empty() {
+            self.completed = VecDeque::new();
+        }
+        done
     }
 
     pub(super) fn has_completed(&self) -> bool {
@@ -373,6 +395,9 @@ impl Operations {
 
     fn finish(&mut self, at: usize, result: Result<Outcome, OperationError>) {
         let op = self.in_flight.remove(at);
+        if self.in_flight.is_empty() {
+            self.in_flight = Vec::new();
+        }
         self.completed.push_back(Completed { id: op.id, result });
     }
 

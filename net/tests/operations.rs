@@ -1,0 +1,282 @@
+//! Operations through the async shell: `Connection::run`/`finish` await a
+//! session operation over a real transport (framed, in-memory pipe) while
+//! a server connection answers. Messages received meanwhile are kept for
+//! `recv` in order, bounded; deadlines, unknown ids, a closed peer and a
+//! cancelled wait each end the way their docs say.
+
+use std::time::Duration;
+
+use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::message::{
+    Audience, CommitId, DataRequestRejected, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage,
+};
+use bijou_net::session::{Operation, OperationError, Outcome};
+use bijou_net::transport::FramedTransport;
+use bijou_net::{prefix::Bijou64, Connection, Delivered, RunError, HELD_MESSAGES};
+use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+use tokio::io::DuplexStream;
+use tokio::time::timeout;
+
+type Conn = Connection<FramedTransport<DuplexStream, Bijou64>>;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn keys() -> (SigningKey, SigningKey) {
+    (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    )
+}
+
+async fn pair() -> (Conn, Conn) {
+    let (client_key, server_key) = keys();
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let responder = Responder::new(HandshakeConfig::default());
+    let server = tokio::spawn(async move {
+        Connection::accept(FramedTransport::new(b, Bijou64), &server_key, &responder).await
+    });
+    let client = Connection::connect(
+        FramedTransport::new(a, Bijou64),
+        &client_key,
+        Audience::Known(keys().1.peer_id()),
+        &HandshakeConfig::default(),
+    )
+    .await
+    .expect("handshake");
+    (client, server.await.expect("task").expect("accept"))
+}
+
+fn tree() -> SedimentreeId {
+    SedimentreeId::new([9; 32])
+}
+
+fn commit(n: u8) -> (SyncMessage, CommitId) {
+    let head = CommitId::new([n; 32]);
+    let message = SyncMessage::loose_commit(&keys().0, tree(), head, None, Blob::new(vec![n; 32]))
+        .expect("commit");
+    (message, head)
+}
+
+fn unrelated(n: u8) -> SyncMessage {
+    SyncMessage::from(DataRequestRejected {
+        id: SedimentreeId::new([n; 32]),
+    })
+}
+
+fn ack(head: CommitId) -> SyncMessage {
+    SyncMessage::HeadsUpdate(HeadsUpdate {
+        id: tree(),
+        heads: RemoteHeads::new(1, [head]),
+    })
+}
+
+#[tokio::test]
+async fn a_push_is_run_to_its_acknowledgement_and_other_messages_wait_for_recv_in_order() {
+    timeout(LIMIT, async {
+        let (mut client, mut server) = pair().await;
+        let (message, head) = commit(1);
+        let serving = tokio::spawn(async move {
+            let received = server.recv().await.expect("recv").expect("the commit");
+            assert!(matches!(received.result, Ok(Delivered::Sync(_))));
+            for n in 0..3 {
+                server.send(unrelated(n)).await.expect("send");
+            }
+            server.send(ack(head)).await.expect("ack");
+            server.send(unrelated(3)).await.expect("send");
+            server
+        });
+        let (client_key, _) = keys();
+        let outcome = client
+            .run(&client_key, Operation::Push(message), LIMIT)
+            .await
+            .expect("pushed");
+        assert!(
+            matches!(outcome, Outcome::Pushed { head: h, .. } if h == head),
+            "{outcome:?}"
+        );
+        let _server = serving.await.expect("task");
+        // The three messages before the acknowledgement, then the one
+        // after it: in order, none lost, the acknowledgement not among them.
+        for n in 0..4 {
+            let received = client.recv().await.expect("recv").expect("a message");
+            let expected = unrelated(n);
+            let Ok(Delivered::Sync(verified)) = received.result else {
+                panic!("{received:?}")
+            };
+            assert_eq!(verified.message, expected);
+        }
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn an_unanswered_push_times_out_and_its_id_is_then_unknown() {
+    timeout(LIMIT, async {
+        let (mut client, _server) = pair().await;
+        let (client_key, _) = keys();
+        let (message, _) = commit(1);
+        let id = client
+            .start(Operation::Push(message), Duration::from_millis(200))
+            .expect("started");
+        let started = std::time::Instant::now();
+        let err = client.finish(id, &client_key).await.unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(190));
+        assert!(
+            matches!(
+                err,
+                RunError::Operation {
+                    id: failed,
+                    error: OperationError::TimedOut { .. }
+                } if failed == id
+            ),
+            "{err}"
+        );
+        // Its end was taken: a second finish knows it no more.
+        assert!(matches!(
+            client.finish(id, &client_key).await,
+            Err(RunError::Unknown(unknown)) if unknown == id
+        ));
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_peer_that_closes_ends_the_wait_with_closed() {
+    timeout(LIMIT, async {
+        let (mut client, mut server) = pair().await;
+        let (client_key, _) = keys();
+        let serving = tokio::spawn(async move {
+            let _ = server.recv().await;
+            server.close().await.expect("close");
+            drop(server);
+        });
+        let err = client
+            .run(&client_key, Operation::Fetch(tree()), LIMIT)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RunError::Closed {
+                    waiting_for: "BatchSyncResponse",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        serving.await.expect("task");
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_cancelled_wait_loses_nothing_and_finishing_again_carries_on() {
+    timeout(LIMIT, async {
+        let (mut client, mut server) = pair().await;
+        let (client_key, _) = keys();
+        let (message, head) = commit(1);
+        let id = client
+            .start(Operation::Push(message), LIMIT)
+            .expect("start");
+        // Cancelled before any answer.
+        assert!(
+            timeout(Duration::from_millis(50), client.finish(id, &client_key))
+                .await
+                .is_err()
+        );
+        let serving = tokio::spawn(async move {
+            let _ = server.recv().await;
+            server.send(unrelated(7)).await.expect("send");
+            server.send(ack(head)).await.expect("ack");
+            server
+        });
+        let outcome = client.finish(id, &client_key).await.expect("pushed");
+        assert!(matches!(outcome, Outcome::Pushed { .. }));
+        let _server = serving.await.expect("task");
+        let held: Vec<_> = client.drain_held().collect();
+        assert_eq!(held.len(), 1, "the message before the ack");
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_flood_while_waiting_is_held_up_to_the_bound_then_left_on_the_transport() {
+    timeout(LIMIT, async {
+        let (mut client, mut server) = pair().await;
+        let (client_key, _) = keys();
+        let flood = HELD_MESSAGES + 44;
+        let serving = tokio::spawn(async move {
+            let _ = server.recv().await; // the commit: never acknowledged
+            for n in 0..flood {
+                server.feed(unrelated((n % 251) as u8)).await.expect("feed");
+            }
+            server.flush().await.expect("flush");
+            server
+        });
+        let (message, _) = commit(1);
+        let err = client
+            .run(
+                &client_key,
+                Operation::Push(message),
+                Duration::from_millis(1500),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::Operation { .. }), "{err}");
+        let _server = serving.await.expect("task");
+        let held: Vec<_> = client.drain_held().collect();
+        assert_eq!(held.len(), HELD_MESSAGES, "held up to the bound, no more");
+        // The rest waited on the transport, in order after the held ones.
+        for n in HELD_MESSAGES..flood {
+            let received = client.recv().await.expect("recv").expect("message");
+            let Ok(Delivered::Sync(verified)) = received.result else {
+                panic!("{received:?}")
+            };
+            assert_eq!(verified.message, unrelated((n % 251) as u8));
+        }
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_registration_left_waiting_for_its_signer_ends_at_its_deadline_under_recv() {
+    timeout(LIMIT, async {
+        let (mut client, _server) = pair().await;
+        let (client_key, _) = keys();
+        let doc = bijou_net::keyhive::DocumentKey::from_seed([3; 32]);
+        let delegation = doc
+            .root_delegation(
+                bijou_net::keyhive::Grantee::Public,
+                bijou_net::keyhive::Access::Edit,
+            )
+            .expect("delegation");
+        let id = client
+            .start(Operation::Register(delegation), Duration::from_millis(100))
+            .expect("start");
+        // recv cannot sign: it waits, reading nothing, and the deadline
+        // ends the registration meanwhile.
+        assert!(timeout(Duration::from_millis(400), client.recv())
+            .await
+            .is_err());
+        let err = client.finish(id, &client_key).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RunError::Operation {
+                    error: OperationError::TimedOut {
+                        waiting_for: "signer"
+                    },
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    })
+    .await
+    .expect("bounded");
+}
