@@ -2,12 +2,15 @@
 //! a push and a fetch, and verified delivery of the answers, sans-IO.
 //!
 //! ```text
-//!   connect(key, server, now, seed) ──► (Handshaking, challenge bytes)  ──► send
-//!   Handshaking::finish(reply)       ──► Client                          ◄── receive
-//!   Client::push(tree, head, blob)   ──► LooseCommit bytes               ──► send
-//!   Client::fetch(tree)              ──► (nonce, BatchSyncRequest bytes) ──► send
-//!   Client::receive(bytes, now)      ──► Received (decoded, verified)    ◄── receive
+//!   connect(key, server, now, seed)      ──► (Handshaking, challenge bytes) ──► send
+//!   Handshaking::finish(reply)            ──► Client                         ◄── receive
+//!   Client::push(tree, head, blob, now)   ──► (id, LooseCommit bytes)        ──► send
+//!   Client::fetch(tree, now)              ──► (id, BatchSyncRequest bytes)   ──► send
+//!   Client::receive(bytes, now)           ──► Received, or an operation's end ◄── receive
 //! ```
+//!
+//! Push and fetch are session operations: the acknowledgement and the
+//! response end them ([`Client::completed`]), matched by the session.
 //!
 //! It is what a browser or a Worker would compile: its size for
 //! `wasm32-unknown-unknown` is the protocol's cost there
@@ -19,12 +22,15 @@
 extern crate alloc;
 
 use bijou_proto::handshake::{HandshakeError, Initiator};
-use bijou_proto::message::{
-    Audience, BatchSyncRequest, CommitId, FingerprintSeed, Message, SedimentreeId, SyncMessage,
-};
+use core::time::Duration;
+
+use bijou_proto::message::{Audience, CommitId, SedimentreeId, SyncMessage};
 use bijou_proto::rng::SeededRng;
-use bijou_proto::session::{Received, SendRefused, Session, SessionConfig, Work};
+use bijou_proto::session::{
+    Completed, Operation, OperationId, Received, Session, SessionConfig, StartError, Work,
+};
 use bijou_proto::time::Now;
+use bijou_proto::Wire;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, Identity, PeerId, SealError};
 use bytes::Bytes;
@@ -36,8 +42,8 @@ pub enum ClientError {
     Handshake(HandshakeError),
     /// A message could not be signed.
     Seal(SealError),
-    /// The session refused to send a message.
-    Send(SendRefused),
+    /// The session refused to start an operation.
+    Start(StartError),
     /// A message arrived while the last one was still being verified.
     Busy,
 }
@@ -54,11 +60,14 @@ impl From<SealError> for ClientError {
     }
 }
 
-impl From<SendRefused> for ClientError {
-    fn from(e: SendRefused) -> Self {
-        Self::Send(e)
+impl From<StartError> for ClientError {
+    fn from(e: StartError) -> Self {
+        Self::Start(e)
     }
 }
+
+/// How long a push or a fetch may wait for its answer.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A handshake under way: the challenge was sent, the reply is awaited.
 pub struct Handshaking {
@@ -110,7 +119,6 @@ impl Handshaking {
         Ok(Client {
             key: self.key,
             session,
-            rng: self.rng,
         })
     }
 }
@@ -119,7 +127,6 @@ impl Handshaking {
 pub struct Client {
     key: SigningKey,
     session: Session,
-    rng: SeededRng,
 }
 
 impl Client {
@@ -129,17 +136,20 @@ impl Client {
         &self.session
     }
 
-    /// A commit of `blob` to `tree`, signed: the message to send.
+    /// Starts pushing a commit of `blob` to `tree`, signed, at `now`: the
+    /// operation's id and the message to send. It ends when the server's
+    /// HeadsUpdate names the commit ([`Client::completed`]).
     ///
     /// # Errors
     ///
-    /// [`ClientError::Seal`] or [`ClientError::Send`].
+    /// [`ClientError::Seal`] or [`ClientError::Start`].
     pub fn push(
         &mut self,
         tree: [u8; 32],
         head: [u8; 32],
         blob: &[u8],
-    ) -> Result<Bytes, ClientError> {
+        now: Now,
+    ) -> Result<(OperationId, Bytes), ClientError> {
         let message = SyncMessage::loose_commit(
             &self.key,
             SedimentreeId::new(tree),
@@ -147,41 +157,49 @@ impl Client {
             [],
             Blob::from(bytes::Bytes::copy_from_slice(blob)),
         )?;
-        Ok(self.session.encode(&Message::Sync(message))?)
+        self.start(Operation::Push(message), now)
     }
 
-    /// A request for everything in `tree` (nothing known yet): its nonce,
-    /// which the response echoes, and the message to send.
+    /// Starts fetching everything in `tree` (nothing known yet) at `now`:
+    /// the operation's id and the request to send.
     ///
     /// # Errors
     ///
-    /// [`ClientError::Send`].
-    pub fn fetch(&mut self, tree: [u8; 32]) -> Result<(u64, Bytes), ClientError> {
-        let nonce = self.rng.next_u64();
-        let seed = FingerprintSeed::new(self.rng.next_u64(), self.rng.next_u64());
-        let request = BatchSyncRequest::new(
-            SedimentreeId::new(tree),
-            self.key.peer_id(),
-            nonce,
-            false,
-            seed,
-            [],
-            [],
-        );
-        let bytes = self
-            .session
-            .encode(&Message::Sync(SyncMessage::BatchSyncRequest(request)))?;
-        Ok((nonce, bytes))
+    /// [`ClientError::Start`].
+    pub fn fetch(&mut self, tree: [u8; 32], now: Now) -> Result<(OperationId, Bytes), ClientError> {
+        self.start(Operation::Fetch(SedimentreeId::new(tree)), now)
+    }
+
+    fn start(
+        &mut self,
+        operation: Operation,
+        now: Now,
+    ) -> Result<(OperationId, Bytes), ClientError> {
+        let deadline = now.monotonic.saturating_add(OPERATION_TIMEOUT);
+        let id = self.session.start(operation, deadline)?;
+        // A push or a fetch sends one message, checked by `start`.
+        let message = self.session.poll_transmit();
+        let bytes = message.map(|m| m.encode()).transpose();
+        let bytes = bytes.map_err(|e| StartError::Send(e.into()))?;
+        Ok((id, bytes.unwrap_or_default()))
+    }
+
+    /// The next operation that ended (its outcome, or why not), oldest
+    /// first.
+    pub fn completed(&mut self) -> Option<Completed> {
+        self.session.poll_completed()
     }
 
     /// Takes one received message at `now` and verifies it: what it
-    /// delivered, or `None` while the verification budget makes it wait
-    /// (call again with a later `now`).
+    /// delivered, or `None` when an operation took it ([`Client::completed`])
+    /// or while the verification budget makes it wait (call again with a
+    /// later `now`). Operations past their deadline end here too.
     ///
     /// # Errors
     ///
     /// [`ClientError::Busy`] if a message is still waiting for its turn.
     pub fn receive(&mut self, bytes: Bytes, now: Now) -> Result<Option<Received>, ClientError> {
+        let _ = self.session.handle_timeout(now);
         if !bytes.is_empty() {
             self.session
                 .handle_message(bytes, now)

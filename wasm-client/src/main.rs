@@ -52,14 +52,17 @@ fn run(mut input: &[u8], out: &mut Vec<u8>) -> Result<(), ClientError> {
         return Ok(());
     };
     let mut client = handshaking.finish(reply)?;
-    put(out, &client.push(key, seed, &key)?);
-    put(out, &client.fetch(key)?.1);
+    put(out, &client.push(key, seed, &key, now)?.1);
+    put(out, &client.fetch(key, now)?.1);
     while let Some(message) = record(&mut input) {
         out.push(match client.receive(message, now)? {
             Some(received) if received.result.is_ok() => 1,
             Some(_) => 0,
             None => 2,
         });
+        while let Some(done) = client.completed() {
+            out.push(if done.result.is_ok() { 3 } else { 4 });
+        }
     }
     Ok(())
 }

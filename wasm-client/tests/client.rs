@@ -1,11 +1,13 @@
 //! The minimal client against a real responder and a server session: the
-//! handshake, a push delivered verified, and a fetch answered with it.
+//! handshake, a push delivered verified and acknowledged, and a fetch
+//! answered with it, each ending its operation once.
 
 use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::message::{
-    BatchSyncResponse, Message, RemoteHeads, SyncDiff, SyncMessage, SyncResult,
+    BatchSyncResponse, CommitId, HeadsUpdate, Message, RemoteHeads, SyncDiff, SyncMessage,
+    SyncResult,
 };
-use bijou_proto::session::{Delivered, Session, SessionConfig, Work};
+use bijou_proto::session::{Delivered, Outcome, Session, SessionConfig, Work};
 use bijou_proto::time::Now;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
@@ -42,7 +44,7 @@ fn handshake_push_and_fetch_against_a_server_session() {
     assert_eq!(client.session().remote_peer(), server_key.peer_id());
 
     // Push: the server verifies the commit and its blob.
-    let push = client.push([5; 32], [6; 32], b"hello").expect("push");
+    let (push_id, push) = client.push([5; 32], [6; 32], b"hello", now).expect("push");
     let Delivered::Sync(pushed) = delivered(&mut server, push) else {
         panic!("a sync message");
     };
@@ -50,16 +52,31 @@ fn handshake_push_and_fetch_against_a_server_session() {
     let SyncMessage::LooseCommit(commit) = pushed.message else {
         panic!("a LooseCommit");
     };
+    let ack = Message::Sync(SyncMessage::HeadsUpdate(HeadsUpdate {
+        id: commit.id,
+        heads: RemoteHeads::new(1, [CommitId::new([6; 32])]),
+    }));
+    let ack = server.encode(&ack).expect("encode");
+    assert!(
+        client.receive(ack, now).expect("not busy").is_none(),
+        "taken by the push"
+    );
+    let done = client.completed().expect("the push ended");
+    assert_eq!(done.id, push_id);
+    assert!(
+        matches!(done.result, Ok(Outcome::Pushed { .. })),
+        "{done:?}"
+    );
 
     // Fetch: the server answers the request's nonce with the commit.
-    let (nonce, fetch) = client.fetch([5; 32]).expect("fetch");
+    let (fetch_id, fetch) = client.fetch([5; 32], now).expect("fetch");
     let Delivered::Sync(request) = delivered(&mut server, fetch) else {
         panic!("a sync message");
     };
     let SyncMessage::BatchSyncRequest(request) = request.message else {
         panic!("a BatchSyncRequest");
     };
-    assert_eq!(request.nonce, nonce);
+    let nonce = request.nonce;
     let response = Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
         requestor: request.requestor,
         nonce,
@@ -68,19 +85,16 @@ fn handshake_push_and_fetch_against_a_server_session() {
         responder_heads: RemoteHeads::default(),
     }));
     let bytes = server.encode(&response).expect("encode");
-    let received = client
-        .receive(bytes, now)
-        .expect("not busy")
-        .expect("delivered");
-    let verified = received
-        .result
-        .expect("verified")
-        .into_sync()
-        .expect("sync");
+    assert!(
+        client.receive(bytes, now).expect("not busy").is_none(),
+        "taken by the fetch"
+    );
+    let done = client.completed().expect("the fetch ended");
+    assert_eq!(done.id, fetch_id);
+    let Ok(Outcome::Fetched(verified)) = done.result else {
+        panic!("{:?}", done.result);
+    };
     assert_eq!(verified.items.len(), 1);
     assert!(verified.rejected.is_empty());
-    let SyncMessage::BatchSyncResponse(answer) = verified.message else {
-        panic!("a BatchSyncResponse");
-    };
-    assert_eq!(answer.nonce, nonce);
+    assert!(client.completed().is_none(), "each ends once");
 }
