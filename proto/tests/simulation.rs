@@ -16,21 +16,28 @@
 //!   delivered with exactly its forged items named);
 //! - an ephemeral message is delivered at most once per (issuer, nonce),
 //!   only for a topic the receiver was subscribed to;
-//! - the same seed gives the same bytes and the same events (run twice).
+//! - the same seed gives the same bytes and the same events (run twice);
+//! - operations (pushes and fetches started at random, answered or not,
+//!   some answers arriving after their deadline): every operation ends
+//!   exactly once, an answer is taken by its operation or delivered as an
+//!   ordinary message (never both), and every push the peer acknowledged is
+//!   in the final fetch.
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 300); `SIM_SEED=S` replays one; a
 //! failing seed is printed with the command that replays it.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
 
 use bijou_codec::Wire;
 use bijou_proto::handshake::{HandshakeConfig, Initiator, NonceCache, Responder};
 use bijou_proto::message::{
-    Audience, BatchSyncResponse, CommitId, EphemeralMessage, Fragment, LooseCommit, Message,
-    RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult, Topic, Topics,
+    Audience, BatchSyncResponse, CommitId, EphemeralMessage, Fragment, HeadsUpdate, LooseCommit,
+    Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult, Topic,
+    Topics, VerifiedItem,
 };
 use bijou_proto::rng::SeededRng;
-use bijou_proto::session::{Delivered, Rejected, Session, SessionConfig, Work};
+use bijou_proto::session::{Delivered, Operation, Outcome, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::{Clock, Now, Timestamp};
 use bijou_proto::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
@@ -53,6 +60,13 @@ enum Expect {
     /// An ephemeral control message or publish: judged by the receiver's
     /// subscriptions, checked separately.
     Ephemeral,
+    /// A push operation's commit: delivered, stored, and maybe
+    /// acknowledged.
+    Push,
+    /// A fetch operation's request: answered with what was stored.
+    Request,
+    /// An answer to an operation: taken by it, or delivered if it ended.
+    Answer,
 }
 
 struct Side {
@@ -64,6 +78,16 @@ struct Side {
     seen: BTreeSet<(Vec<u8>, u64)>,
     topics: Vec<Topic>,
     last_publish: Option<Bytes>,
+    /// Operations started here: id -> the pushed head (None for a fetch).
+    started: BTreeMap<u64, Option<CommitId>>,
+    /// Operations that ended here.
+    ended: BTreeSet<u64>,
+    /// Heads of our pushes the peer acknowledged.
+    acknowledged: BTreeSet<CommitId>,
+    /// Heads the last fetch returned.
+    fetched: Option<BTreeSet<CommitId>>,
+    /// Commits the peer pushed to us, kept to answer its fetches.
+    stored: Vec<SignedItem<LooseCommit>>,
 }
 
 /// Received and not judged yet: bytes, what they were, and (for an
@@ -84,6 +108,10 @@ struct Stats {
     delivered: u64,
     refused: u64,
     waits: u64,
+    /// Operations that ended by their deadline.
+    timeouts: u64,
+    /// Answers an operation took.
+    taken: u64,
 }
 
 impl Sim {
@@ -144,6 +172,11 @@ fn handshake(sim: &mut Sim) -> (Side, Side) {
             seen: BTreeSet::new(),
             topics,
             last_publish: None,
+            started: BTreeMap::new(),
+            ended: BTreeSet::new(),
+            acknowledged: BTreeSet::new(),
+            fetched: None,
+            stored: Vec::new(),
         }
     };
     let a = side(a_key, at_a);
@@ -276,9 +309,109 @@ fn send(sim: &mut Sim, from: &mut Side) {
 /// The session's own messages go out first, in order.
 fn transmit(sim: &mut Sim, from: &mut Side) {
     while let Some(message) = from.session.poll_transmit() {
+        let expect = match &message {
+            Message::Sync(SyncMessage::LooseCommit(_)) => Expect::Push,
+            Message::Sync(SyncMessage::BatchSyncRequest(_)) => Expect::Request,
+            _ => Expect::Ephemeral,
+        };
         let bytes = from.session.encode(&message).expect("encode");
         sim.record(b"transmit", &bytes);
-        from.sent.push_back((bytes, Expect::Ephemeral));
+        from.sent.push_back((bytes, expect));
+    }
+}
+
+/// The trees of operations: apart from the random traffic's.
+fn operations_tree() -> SedimentreeId {
+    SedimentreeId::new([8; 32])
+}
+
+/// `from` starts a push or a fetch, with a deadline from 0.1 to 2 s away.
+fn start_operation(sim: &mut Sim, from: &mut Side) {
+    let now = sim.now();
+    let deadline = now
+        .monotonic
+        .saturating_add(Duration::from_millis(100 + sim.below(1_900)));
+    let (operation, head) = if sim.below(4) == 0 {
+        (Operation::Fetch(operations_tree()), None)
+    } else {
+        let head = CommitId::new(sim.rng.bytes());
+        let blob = Blob::from(sim.rng.bytes::<16>().to_vec());
+        let commit = SyncMessage::loose_commit(&from.key, operations_tree(), head, [], blob)
+            .expect("commit");
+        (Operation::Push(commit), Some(head))
+    };
+    let id = from.session.start(operation, deadline).expect("starts");
+    sim.record(b"start", &id.get().to_le_bytes());
+    assert!(
+        from.started.insert(id.get(), head).is_none(),
+        "ids are unique"
+    );
+}
+
+/// What `to` answers to an operation's message: a push is stored and
+/// acknowledged three times in four, a fetch answered with the store.
+fn answer(sim: &mut Sim, to: &mut Side, message: &SyncMessage, items: &[VerifiedItem]) {
+    let reply = match message {
+        SyncMessage::LooseCommit(commit) => {
+            to.stored.push(commit.item.clone());
+            let Some(VerifiedItem::Commit(verified, _)) = items.first() else {
+                return;
+            };
+            if sim.below(4) == 0 {
+                return; // a refusal: silence
+            }
+            SyncMessage::HeadsUpdate(HeadsUpdate {
+                id: commit.id,
+                heads: RemoteHeads::new(to.stored.len() as u64, [verified.payload().head()]),
+            })
+        }
+        SyncMessage::BatchSyncRequest(request) => {
+            SyncMessage::BatchSyncResponse(BatchSyncResponse {
+                requestor: request.requestor,
+                nonce: request.nonce,
+                id: request.id,
+                result: SyncResult::Ok(SyncDiff::new(
+                    to.stored.clone(),
+                    Vec::<SignedItem<Fragment>>::new(),
+                    [],
+                    [],
+                )),
+                responder_heads: RemoteHeads::default(),
+            })
+        }
+        _ => return,
+    };
+    let bytes = to.session.encode(&reply.into()).expect("encode");
+    sim.record(b"answer", &bytes);
+    to.sent.push_back((bytes, Expect::Answer));
+}
+
+/// Takes the operations that ended at `side`: each exactly once.
+fn collect_completed(sim: &mut Sim, side: &mut Side) {
+    while let Some(done) = side.session.poll_completed() {
+        let id = done.id.get();
+        assert!(side.started.contains_key(&id), "{id} was started here");
+        assert!(side.ended.insert(id), "operation {id} ended twice");
+        sim.record(
+            b"completed",
+            format!("{id} {:?}", done.result.as_ref().map(|_| ())).as_bytes(),
+        );
+        match done.result {
+            Ok(Outcome::Pushed { head, .. }) => {
+                assert_eq!(side.started[&id], Some(head));
+                side.acknowledged.insert(head);
+            }
+            Ok(Outcome::Fetched(verified)) => {
+                assert!(verified.rejected.is_empty());
+                let heads = verified.items.iter().filter_map(|item| match item {
+                    VerifiedItem::Commit(commit, _) => Some(commit.payload().head()),
+                    VerifiedItem::Fragment(..) => None,
+                });
+                side.fetched = Some(heads.collect());
+            }
+            Ok(other) => panic!("no such operation was started: {other:?}"),
+            Err(_) => sim.stats.timeouts += 1,
+        }
     }
 }
 
@@ -286,8 +419,12 @@ fn transmit(sim: &mut Sim, from: &mut Side) {
 /// it for at most a few steps.
 fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending) {
     let now = sim.now();
+    // Whether a message is in the session: if it is done below with
+    // nothing to hand out, an operation took it.
+    let mut in_session = to.session.has_work();
     if to.session.wants_message() {
         if let Some((bytes, expect)) = from.sent.pop_front() {
+            in_session = true;
             // An ephemeral message is judged by the receiver's
             // subscriptions when it arrives.
             let subscribed = match Message::decode(bytes.clone()) {
@@ -309,13 +446,24 @@ fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending)
             Work::Wait(at) => {
                 sim.stats.waits += 1;
                 assert!(at > now.monotonic, "a wait is in the future");
-                assert_eq!(to.session.poll_timeout(), Some(at));
+                // The budget's instant, or an operation's earlier deadline.
+                assert!(to.session.poll_timeout().is_some_and(|t| t <= at));
                 break;
             }
             Work::Idle => break,
         }
     }
-    if let Some(received) = to.session.poll_event() {
+    collect_completed(sim, to);
+    let event = to.session.poll_event();
+    if event.is_none() && in_session && !to.session.has_work() {
+        // Done with the message and nothing to hand out: an operation took
+        // it (only an answer may be taken).
+        if let Some((_, expect, _)) = pending.pop_front() {
+            assert_eq!(expect, Expect::Answer, "only an answer is taken");
+            sim.stats.taken += 1;
+        }
+    }
+    if let Some(received) = event {
         let (bytes, expect, subscribed) = pending.pop_front().expect("an event for a message sent");
         assert_eq!(received.bytes, bytes, "received in order, exact bytes");
         sim.record(
@@ -347,9 +495,67 @@ fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending)
             }
             (Expect::Ephemeral, Ok(_)) => {}
             (Expect::Ephemeral, Err(Rejected::Ephemeral(_))) => sim.stats.refused += 1,
+            (Expect::Push | Expect::Request, Ok(Delivered::Sync(v))) => {
+                answer(sim, to, &v.message, &v.items);
+                sim.stats.delivered += 1;
+            }
+            // Its operation had ended (timed out): an ordinary message.
+            (Expect::Answer, Ok(Delivered::Sync(_))) => sim.stats.delivered += 1,
             (expect, result) => panic!("sent {expect:?}, received {result:?}"),
         }
     }
+}
+
+/// `from` fetches the operations' tree from `to` and checks that every
+/// push `to` acknowledged came back.
+fn final_fetch(
+    sim: &mut Sim,
+    from: &mut Side,
+    to: &mut Side,
+    at_to: &mut Pending,
+    at_from: &mut Pending,
+) {
+    let deadline = sim
+        .now()
+        .monotonic
+        .saturating_add(Duration::from_secs(3_600));
+    let id = from
+        .session
+        .start(Operation::Fetch(operations_tree()), deadline)
+        .expect("starts");
+    from.started.insert(id.get(), None);
+    from.fetched = None;
+    for _ in 0..100_000 {
+        if from.fetched.is_some() {
+            break;
+        }
+        transmit(sim, from);
+        deliver(sim, from, to, at_to);
+        transmit(sim, to);
+        deliver(sim, to, from, at_from);
+        sim.clock += 10_000_000;
+    }
+    let fetched = from.fetched.clone().expect("the last fetch was answered");
+    let lost: Vec<_> = from.acknowledged.difference(&fetched).collect();
+    assert!(
+        lost.is_empty(),
+        "acknowledged pushes not fetched back: {lost:?}"
+    );
+}
+
+/// The deadlines that passed end their operations.
+fn expire(sim: &mut Sim, side: &mut Side) {
+    let now = sim.now();
+    // Not while a message is being verified: handle_timeout would do a
+    // step of it (and `deliver` keeps the books of that).
+    let due = side
+        .session
+        .poll_timeout()
+        .is_some_and(|at| at <= now.monotonic);
+    if due && !side.session.has_work() {
+        let _ = side.session.handle_timeout(now);
+    }
+    collect_completed(sim, side);
 }
 
 /// Runs one seed; returns its transcript's digest and what happened.
@@ -366,12 +572,18 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
     let (mut at_a, mut at_b) = (VecDeque::new(), VecDeque::new());
     let steps = 200 + sim.below(200);
     for _ in 0..steps {
-        match sim.below(10) {
+        match sim.below(12) {
             0 | 1 => send(&mut sim, &mut a),
             2 | 3 => send(&mut sim, &mut b),
             4 | 5 => deliver(&mut sim, &mut a, &mut b, &mut at_b),
             6 | 7 => deliver(&mut sim, &mut b, &mut a, &mut at_a),
-            _ => sim.clock += sim.below(50_000_000),
+            8 => start_operation(&mut sim, &mut a),
+            9 => start_operation(&mut sim, &mut b),
+            _ => {
+                sim.clock += sim.below(50_000_000);
+                expire(&mut sim, &mut a);
+                expire(&mut sim, &mut b);
+            }
         }
         transmit(&mut sim, &mut a);
         transmit(&mut sim, &mut b);
@@ -392,6 +604,18 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
         "everything was read"
     );
     assert!(at_a.is_empty() && at_b.is_empty(), "everything was judged");
+
+    // A last fetch each way, then every deadline passes: every operation
+    // has ended exactly once, and every acknowledged push came back.
+    final_fetch(&mut sim, &mut a, &mut b, &mut at_b, &mut at_a);
+    final_fetch(&mut sim, &mut b, &mut a, &mut at_a, &mut at_b);
+    sim.clock += 3_700_000_000_000;
+    for side in [&mut a, &mut b] {
+        expire(&mut sim, side);
+        let started: BTreeSet<u64> = side.started.keys().copied().collect();
+        assert_eq!(started, side.ended, "every operation ended exactly once");
+        assert_eq!(side.session.operations_in_flight(), 0);
+    }
     (*sim.transcript.finalize().as_bytes(), sim.stats)
 }
 
@@ -429,16 +653,27 @@ fn random_schedules_keep_every_invariant_and_replay_byte_for_byte() {
         total.delivered += stats.delivered;
         total.refused += stats.refused;
         total.waits += stats.waits;
+        total.timeouts += stats.timeouts;
+        total.taken += stats.taken;
     }
     eprintln!(
-        "{} seeds (each run twice) in {:?}: {} delivered, {} refused, {} budget waits",
+        "{} seeds (each run twice) in {:?}: {} delivered, {} refused, {} budget waits, \
+         {} answers taken by operations, {} operations timed out",
         seeds.len(),
         started.elapsed(),
         total.delivered,
         total.refused,
-        total.waits
+        total.waits,
+        total.taken,
+        total.timeouts
     );
     assert!(total.waits > 0 && total.refused > 0 && total.delivered > 0);
+    if seeds.len() > 10 {
+        assert!(
+            total.taken > 0 && total.timeouts > 0,
+            "operations were exercised"
+        );
+    }
 }
 
 #[test]
