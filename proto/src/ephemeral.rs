@@ -78,7 +78,7 @@ use core::time::Duration;
 use bijou_signing::{Identity, PeerId, SealError, Verified, VerifyError};
 
 use crate::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
-use crate::nonce_cache::{NonceCache, NonceCheck};
+use crate::nonce_cache::{Export, NonceCache, NonceCheck};
 use crate::rng::SeededRng;
 use crate::time::Now;
 
@@ -257,6 +257,33 @@ impl EphemeralSession {
             rng,
             latest: 0,
         }
+    }
+
+    /// What a session snapshot keeps: our topics, the peer's, the
+    /// deduplication window and the latest wall time recorded at.
+    pub(crate) fn parts(&self) -> (&BTreeSet<Topic>, &BTreeSet<Topic>, Option<Export>, u64) {
+        (&self.local, &self.remote, self.seen.export(), self.latest)
+    }
+
+    /// The state [`EphemeralSession::parts`] gave, drawing new nonces from
+    /// `rng`. `None` if the window does not fit `config`.
+    pub(crate) fn from_parts(
+        config: EphemeralConfig,
+        local: BTreeSet<Topic>,
+        remote: BTreeSet<Topic>,
+        seen: &Export,
+        latest: u64,
+        rng: SeededRng,
+    ) -> Option<Self> {
+        let seen = NonceCache::import(config.max_age, config.dedup_capacity, seen)?;
+        Some(Self {
+            config,
+            local,
+            remote,
+            seen,
+            rng,
+            latest,
+        })
     }
 
     /// `now`'s wall time, or the latest recorded at if that is later.

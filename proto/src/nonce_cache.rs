@@ -241,6 +241,15 @@ pub struct NonceCache {
     shards: Shards,
 }
 
+/// A one-shard cache's contents ([`NonceCache::export`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Export {
+    pub(crate) key: [u8; 16],
+    pub(crate) floor: Option<u64>,
+    /// `(second, keyed hash)`, oldest second first.
+    pub(crate) entries: Vec<(u64, u64)>,
+}
+
 /// One shard inline (no allocation while idle), or a power of two of
 /// them, each owning the hashes whose bits 32.. pick it.
 enum Shards {
@@ -334,6 +343,68 @@ impl NonceCache {
                 Shards::One(shard())
             },
         }
+    }
+
+    /// What a one-shard cache holds, for a session snapshot: its hash key,
+    /// its floor, and each remembered `(second, keyed hash)`, oldest
+    /// second first (within a second, newest first). `None` for a sharded
+    /// cache (a connection's caches have one shard).
+    pub(crate) fn export(&self) -> Option<Export> {
+        let Shards::One(shard) = &self.shards else {
+            return None;
+        };
+        let shard = lock(shard);
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&self.key.0.to_le_bytes());
+        key[8..].copy_from_slice(&self.key.1.to_le_bytes());
+        let mut entries = Vec::with_capacity(shard.len);
+        for (&second, &newest) in &shard.seconds {
+            let mut index = newest;
+            while index != NIL && entries.len() < shard.len {
+                entries.push((second, shard.hash_at(index)));
+                index = shard.next_of(index);
+            }
+        }
+        Some(Export {
+            key,
+            floor: shard.floor,
+            entries,
+        })
+    }
+
+    /// A one-shard cache holding what [`NonceCache::export`] gave: the
+    /// same answers as the one exported. `None` if there are more entries
+    /// than `capacity`, or a second at or below the floor.
+    pub(crate) fn import(max_drift: Duration, capacity: usize, export: &Export) -> Option<Self> {
+        let this = Self::unsharded(max_drift, capacity, export.key);
+        if export.entries.len() > capacity.max(1) {
+            return None;
+        }
+        {
+            let Shards::One(shard) = &this.shards else {
+                return None;
+            };
+            let mut shard = lock(shard);
+            shard.floor = export.floor;
+            // Oldest second first; within a second, the exported order is
+            // newest first, so file them reversed to keep it.
+            let mut at = 0;
+            while at < export.entries.len() {
+                let second = export.entries[at].0;
+                let end = export.entries[at..]
+                    .iter()
+                    .position(|&(s, _)| s != second)
+                    .map_or(export.entries.len(), |n| at + n);
+                if shard.below_floor(second) || shard.seconds.contains_key(&second) {
+                    return None;
+                }
+                for &(_, hash) in export.entries[at..end].iter().rev() {
+                    shard.insert(hash, second);
+                }
+                at = end;
+            }
+        }
+        Some(this)
     }
 
     /// The drift the cache's retention covers, in seconds.

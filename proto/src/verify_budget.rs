@@ -102,6 +102,24 @@ pub struct Bucket {
 }
 
 impl Bucket {
+    /// The tokens left and when they were counted (a session snapshot).
+    pub(crate) fn state(&self) -> (f64, Option<Timestamp>) {
+        (self.tokens, self.refilled)
+    }
+
+    /// A bucket in the state [`Bucket::state`] gave (tokens clamped to the
+    /// burst).
+    pub(crate) fn from_state(
+        budget: VerifyBudget,
+        tokens: f64,
+        refilled: Option<Timestamp>,
+    ) -> Self {
+        let mut this = Self::new(budget);
+        this.tokens = tokens.clamp(0.0, this.tokens);
+        this.refilled = refilled;
+        this
+    }
+
     /// A full bucket for `budget`.
     #[must_use]
     pub fn new(budget: VerifyBudget) -> Self {

@@ -99,6 +99,7 @@ mod config;
 mod operation;
 mod pending;
 mod received;
+pub mod snapshot;
 
 use alloc::collections::VecDeque;
 

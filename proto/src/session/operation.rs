@@ -19,6 +19,7 @@ use crate::rng::SeededRng;
 use crate::time::Timestamp;
 
 use super::received::{Delivered, Received, Rejected, VerifiedMessage};
+use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotRefused};
 use super::SendRefused;
 
 /// An operation's id: unique within its session, counting from 1.
@@ -583,6 +584,108 @@ impl Operations {
             self.completed.push_back(Completed { id: op.id, result });
         }
         out
+    }
+}
+
+impl Operations {
+    /// The operations in flight, for a snapshot at `now` (see
+    /// [`snapshot`](super::snapshot)).
+    pub(super) fn write_snapshot(
+        &self,
+        w: &mut bijou_codec::Writer<'_, bytes::BytesMut>,
+        now: Timestamp,
+    ) -> Result<(), SnapshotRefused> {
+        if !self.completed.is_empty() {
+            return Err(SnapshotRefused {
+                busy: "an ended operation waits in poll_completed",
+            });
+        }
+        w.bijou64(self.last_id);
+        w.bijou64_len(self.in_flight.len());
+        for op in &self.in_flight {
+            w.bijou64(op.id.0);
+            w.bijou64(nanos(op.deadline.saturating_duration_since(now)));
+            match &op.state {
+                State::Push { tree, head } => {
+                    w.u8(0);
+                    w.bytes(tree.as_bytes());
+                    w.bytes(head.as_bytes());
+                }
+                State::Fetch { tree, nonce, probe } => {
+                    w.u8(1);
+                    w.bytes(tree.as_bytes());
+                    w.u64(*nonce);
+                    w.u8(u8::from(*probe));
+                }
+                State::Subscribe(topics) => {
+                    w.u8(2);
+                    write_topics(w, topics.iter());
+                }
+                State::RegisterUnsigned(_) | State::Register(_) | State::RegisterAnswer(..) => {
+                    return Err(SnapshotRefused {
+                        busy: "a keyhive registration runs",
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The operations a snapshot holds, resumed at `now`.
+    pub(super) fn read_snapshot(
+        r: &mut bijou_codec::Reader<'_>,
+        now: Timestamp,
+        rng: SeededRng,
+    ) -> Result<Self, RestoreError> {
+        let invalid = |field, reason| RestoreError::Invalid { field, reason };
+        let last_id = r.bijou64("last operation id")?;
+        let count = r.bijou64("operations in flight")?;
+        let mut in_flight = Vec::with_capacity(r.capacity_for("operations in flight", count, 3)?);
+        for _ in 0..count {
+            let id = r.bijou64("operation id")?;
+            if id == 0 || id > last_id || in_flight.iter().any(|op: &InFlight| op.id.0 >= id) {
+                return Err(invalid(
+                    "operation id",
+                    "is not ascending up to the last id",
+                ));
+            }
+            let left = r.bijou64("operation time left")?;
+            let deadline = Timestamp::from_nanos(now.as_nanos().saturating_add(left));
+            let state = match r.u8("operation kind")? {
+                0 => State::Push {
+                    tree: SedimentreeId::new(r.array("push tree")?),
+                    head: CommitId::new(r.array("push head")?),
+                },
+                1 => State::Fetch {
+                    tree: SedimentreeId::new(r.array("fetch tree")?),
+                    nonce: r.u64("fetch nonce")?,
+                    probe: match r.u8("fetch probe")? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(invalid("fetch probe", "is neither 00 nor 01")),
+                    },
+                },
+                2 => {
+                    let topics = read_topics(r, "subscribe topics")?;
+                    State::Subscribe(
+                        Topics::new(topics)
+                            .ok_or_else(|| invalid("subscribe topics", "are none"))?,
+                    )
+                }
+                _ => return Err(invalid("operation kind", "is not 00, 01 or 02")),
+            };
+            in_flight.push(InFlight {
+                id: OperationId(id),
+                deadline,
+                state,
+            });
+        }
+        Ok(Self {
+            last_id,
+            in_flight,
+            completed: VecDeque::new(),
+            rng,
+        })
     }
 }
 

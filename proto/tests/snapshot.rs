@@ -1,0 +1,450 @@
+//! `Session::snapshot` / `Session::restore`: a session resumed from its
+//! bytes, in another "process" (another monotonic clock origin, a fresh
+//! seed), keeps its peer, subscriptions, operations in flight, budgets and
+//! replay window: nothing delivered twice, every replay refused as before.
+//! Every corrupt, truncated, extended or foreign snapshot is a typed
+//! error, never a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::time::Duration;
+
+use bijou_codec::Wire;
+use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_proto::message::{
+    Audience, CommitId, EphemeralMessage, HeadsUpdate, Message, RemoteHeads, SedimentreeId,
+    SyncMessage, Topic, Topics,
+};
+use bijou_proto::session::snapshot::{RestoreError, SnapshotRefused, SNAPSHOT_VERSION};
+use bijou_proto::session::{
+    Delivered, Operation, OperationError, Outcome, Received, Rejected, Session, SessionConfig, Work,
+};
+use bijou_proto::time::{Now, Timestamp};
+use bijou_proto::VerifyBudget;
+use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+use bytes::Bytes;
+use proptest::prelude::*;
+
+const T0: u64 = 1_800_000_000;
+
+fn at(secs: u64) -> Now {
+    Now::new(T0 + secs, Timestamp::from_secs(secs))
+}
+
+/// The same instant seen by a process whose monotonic clock started
+/// `offset` seconds earlier (a restored host: another origin).
+fn elsewhere(secs: u64, offset: u64) -> Now {
+    Now::new(T0 + secs, Timestamp::from_secs(secs + offset))
+}
+
+fn keys() -> (SigningKey, SigningKey) {
+    (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    )
+}
+
+/// Alice's session and Bob's, authenticated.
+fn pair() -> (Session, Session) {
+    let (alice, bob) = keys();
+    let now = at(0);
+    let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16]).unwrap();
+    let answer =
+        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    let at_bob = answer.outcome.unwrap();
+    let at_alice = initiator.receive(answer.reply.unwrap()).unwrap();
+    (
+        Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32])),
+        Session::new(bob.peer_id(), at_bob, SessionConfig::new([2; 32])),
+    )
+}
+
+fn receive(session: &mut Session, bytes: Bytes, now: Now) -> Option<Received> {
+    session.handle_message(bytes, now).unwrap();
+    while session.poll_work(now) != Work::Idle {}
+    session.poll_event()
+}
+
+fn topics(range: std::ops::Range<u8>) -> Topics {
+    Topics::new(range.map(|i| Topic::new([i; 32]))).unwrap()
+}
+
+#[test]
+fn an_idle_session_fits_256_bytes_and_restores_to_the_same_bytes() {
+    let (alice, _) = pair();
+    let bytes = alice.snapshot(at(5)).unwrap();
+    eprintln!("idle authenticated session: {} bytes", bytes.len());
+    assert!(bytes.len() <= 256, "{}", bytes.len());
+    let restored = Session::restore(&bytes, elsewhere(5, 1_000), [9; 32]).unwrap();
+    assert_eq!(restored.local_peer(), alice.local_peer());
+    assert_eq!(restored.remote_peer(), alice.remote_peer());
+    assert_eq!(restored.authenticated(), alice.authenticated());
+    assert_eq!(
+        restored.snapshot(elsewhere(5, 1_000)).unwrap(),
+        bytes,
+        "canonical: the same state, the same bytes"
+    );
+    // No key in it: neither party's secret bytes appear.
+    let (a, b) = keys();
+    for secret in [a.to_bytes(), b.to_bytes()] {
+        assert!(!bytes.windows(32).any(|w| w == secret));
+    }
+}
+
+#[test]
+fn thirty_two_subscriptions_fit_a_websocket_attachment() {
+    let (mut alice, mut bob) = pair();
+    let ours = topics(0..32);
+    alice
+        .on_send(&Message::Ephemeral(EphemeralMessage::Subscribe(
+            ours.clone(),
+        )))
+        .unwrap();
+    let bytes = alice.snapshot(at(2)).unwrap();
+    eprintln!(
+        "32 subscriptions: {} bytes (Cloudflare's WebSocket attachment: 2,048)",
+        bytes.len()
+    );
+    assert!(bytes.len() <= 2_048, "{}", bytes.len());
+    // And 32 of the peer's besides: 64 topics of 32 bytes are 2,048 bytes
+    // on their own.
+    let theirs = bob
+        .encode(&Message::Ephemeral(EphemeralMessage::Subscribe(topics(
+            100..132,
+        ))))
+        .unwrap();
+    assert!(matches!(
+        receive(&mut alice, theirs, at(1)).unwrap().result,
+        Ok(Delivered::Subscribed(_))
+    ));
+    let bytes = alice.snapshot(at(2)).unwrap();
+    eprintln!("32 subscriptions each way: {} bytes", bytes.len());
+    let restored = Session::restore(&bytes, at(2), [9; 32]).unwrap();
+    let ephemeral = restored.ephemeral().unwrap();
+    for topic in ours.iter() {
+        assert!(ephemeral.is_subscribed(topic));
+    }
+    for i in 100..132u8 {
+        assert!(ephemeral.remote_is_subscribed(&Topic::new([i; 32])));
+    }
+}
+
+#[test]
+fn a_replay_after_a_restore_is_refused_as_before() {
+    let (mut alice, mut bob) = pair();
+    let (_, bob_key) = keys();
+    let topic = Topic::new([5; 32]);
+    alice
+        .on_send(&Message::Ephemeral(EphemeralMessage::Subscribe(
+            Topics::one(topic),
+        )))
+        .unwrap();
+    let sealed = bob.publish(&bob_key, topic, &b"hello"[..], at(1)).unwrap();
+    let bytes = bob
+        .encode(&Message::Ephemeral(EphemeralMessage::from(sealed)))
+        .unwrap();
+    assert!(matches!(
+        receive(&mut alice, bytes.clone(), at(1)).unwrap().result,
+        Ok(Delivered::Ephemeral(_))
+    ));
+    let snapshot = alice.snapshot(at(2)).unwrap();
+    let mut restored = Session::restore(&snapshot, elsewhere(2, 50), [9; 32]).unwrap();
+    let replay = receive(&mut restored, bytes.clone(), elsewhere(3, 50)).unwrap();
+    assert!(
+        matches!(replay.result, Err(Rejected::Ephemeral(_))),
+        "{:?}",
+        replay.result
+    );
+    // A restore with a wall clock set back does not reopen the window.
+    let mut restored =
+        Session::restore(&snapshot, Now::new(T0 - 3_600, Timestamp::ZERO), [9; 32]).unwrap();
+    let replay = receive(&mut restored, bytes, Now::new(T0 - 3_600, Timestamp::ZERO)).unwrap();
+    assert!(matches!(replay.result, Err(Rejected::Ephemeral(_))));
+}
+
+#[test]
+fn operations_in_flight_resume_with_their_ids_and_deadlines() {
+    let (mut alice, mut bob) = pair();
+    let (alice_key, _) = keys();
+    let tree = SedimentreeId::new([9; 32]);
+    let head = CommitId::new([3; 32]);
+    let commit =
+        SyncMessage::loose_commit(&alice_key, tree, head, [], Blob::new(vec![1; 8])).unwrap();
+    let push = alice
+        .start(Operation::Push(commit), Timestamp::from_secs(10))
+        .unwrap();
+    let fetch = alice
+        .start(Operation::Fetch(tree), Timestamp::from_secs(20))
+        .unwrap();
+    // The two messages are still to send: they are in the snapshot too.
+    let snapshot = alice.snapshot(at(4)).unwrap();
+    // Another process, whose monotonic clock reads 100 s more than ours.
+    let now = elsewhere(4, 100);
+    let mut restored = Session::restore(&snapshot, now, [9; 32]).unwrap();
+    assert!(restored.is_in_flight(push) && restored.is_in_flight(fetch));
+    let sent: Vec<Message> = std::iter::from_fn(|| restored.poll_transmit()).collect();
+    assert_eq!(sent.len(), 2, "the queued commit and request");
+    // The acknowledgement ends the push, once.
+    let ack = bob
+        .encode(
+            &SyncMessage::HeadsUpdate(HeadsUpdate {
+                id: tree,
+                heads: RemoteHeads::new(1, [head]),
+            })
+            .into(),
+        )
+        .unwrap();
+    assert!(receive(&mut restored, ack, now).is_none());
+    let done = restored.poll_completed().unwrap();
+    assert_eq!(done.id, push);
+    assert!(matches!(done.result, Ok(Outcome::Pushed { .. })));
+    // The fetch keeps its 16 s left: not over at 19 s, over at 20 s (our
+    // clock), whatever the new process's monotonic origin.
+    let _ = restored.handle_timeout(elsewhere(19, 100));
+    assert!(restored.poll_completed().is_none());
+    let _ = restored.handle_timeout(elsewhere(20, 100));
+    let done = restored.poll_completed().unwrap();
+    assert_eq!(done.id, fetch);
+    assert!(matches!(done.result, Err(OperationError::TimedOut { .. })));
+    // Ids go on from where they were.
+    let next = restored
+        .start(Operation::Fetch(tree), Timestamp::from_secs(30))
+        .unwrap();
+    assert_eq!(next.get(), 3);
+}
+
+#[test]
+fn a_spent_budget_stays_spent() {
+    let (mut alice, _) = pair();
+    alice.set_verify_budget(VerifyBudget::new(10, 10));
+    let (bob_key, _) = (keys().1, ());
+    let tree = SedimentreeId::new([9; 32]);
+    // Ten single-item commits spend the burst.
+    for i in 0..10u8 {
+        let msg = SyncMessage::loose_commit(
+            &bob_key,
+            tree,
+            CommitId::new([i; 32]),
+            [],
+            Blob::new(vec![i]),
+        )
+        .unwrap();
+        assert!(receive(&mut alice, msg.encode().unwrap(), at(1)).is_some());
+    }
+    let snapshot = alice.snapshot(at(1)).unwrap();
+    let mut restored = Session::restore(&snapshot, elsewhere(1, 7), [9; 32]).unwrap();
+    let msg = SyncMessage::loose_commit(
+        &bob_key,
+        tree,
+        CommitId::new([99; 32]),
+        [],
+        Blob::new(vec![0]),
+    )
+    .unwrap();
+    restored
+        .handle_message(msg.encode().unwrap(), elsewhere(1, 7))
+        .unwrap();
+    assert!(
+        matches!(restored.poll_work(elsewhere(1, 7)), Work::Wait(_)),
+        "the budget is as spent as it was"
+    );
+}
+
+#[test]
+fn a_snapshot_waits_for_the_session_to_be_between_messages() {
+    let (mut alice, mut bob) = pair();
+    let (_, bob_key) = keys();
+    let msg = SyncMessage::loose_commit(
+        &bob_key,
+        SedimentreeId::new([9; 32]),
+        CommitId::new([1; 32]),
+        [],
+        Blob::new(vec![1]),
+    )
+    .unwrap();
+    alice
+        .handle_message(bob.encode(&msg.into()).unwrap(), at(1))
+        .unwrap();
+    assert!(matches!(
+        alice.snapshot(at(1)),
+        Err(SnapshotRefused { busy }) if busy.contains("being verified")
+    ));
+    while alice.poll_work(at(1)) != Work::Idle {}
+    assert!(alice.snapshot(at(1)).is_err(), "the event waits");
+    assert!(alice.poll_event().is_some());
+    assert!(alice.snapshot(at(1)).is_ok());
+    let _ = alice
+        .start(
+            Operation::Fetch(SedimentreeId::new([9; 32])),
+            Timestamp::from_secs(2),
+        )
+        .unwrap();
+    let _ = alice.handle_timeout(at(3));
+    assert!(matches!(
+        alice.snapshot(at(3)),
+        Err(SnapshotRefused { busy }) if busy.contains("poll_completed")
+    ));
+    assert!(alice.poll_completed().is_some());
+    let doc = bijou_proto::keyhive::DocumentKey::from_seed([3; 32]);
+    let delegation = doc
+        .root_delegation(
+            bijou_proto::keyhive::Grantee::Public,
+            bijou_proto::keyhive::Access::Edit,
+        )
+        .unwrap();
+    let _ = alice
+        .start(Operation::Register(delegation), Timestamp::from_secs(10))
+        .unwrap();
+    assert!(matches!(
+        alice.snapshot(at(3)),
+        Err(SnapshotRefused { busy }) if busy.contains("registration")
+    ));
+}
+
+/// A snapshot with subscriptions, a window entry, operations and a
+/// queued message: every part of the format present.
+fn full_snapshot() -> Bytes {
+    let (mut alice, mut bob) = pair();
+    let (alice_key, bob_key) = keys();
+    let topic = Topic::new([5; 32]);
+    alice
+        .start(
+            Operation::Subscribe(Topics::one(topic)),
+            Timestamp::from_secs(30),
+        )
+        .unwrap();
+    assert!(alice.poll_transmit().is_some(), "the Subscribe, sent");
+    let theirs = bob
+        .encode(&Message::Ephemeral(EphemeralMessage::Subscribe(topics(
+            1..5,
+        ))))
+        .unwrap();
+    let _ = receive(&mut alice, theirs, at(1));
+    let sealed = bob.publish(&bob_key, topic, &b"hi"[..], at(1)).unwrap();
+    let bytes = bob
+        .encode(&Message::Ephemeral(EphemeralMessage::from(sealed)))
+        .unwrap();
+    let _ = receive(&mut alice, bytes, at(1));
+    let tree = SedimentreeId::new([9; 32]);
+    let commit = SyncMessage::loose_commit(
+        &alice_key,
+        tree,
+        CommitId::new([3; 32]),
+        [],
+        Blob::new(vec![1]),
+    )
+    .unwrap();
+    alice
+        .start(Operation::Push(commit), Timestamp::from_secs(10))
+        .unwrap();
+    alice
+        .start(Operation::Probe(tree), Timestamp::from_secs(10))
+        .unwrap();
+    alice.snapshot(at(2)).unwrap()
+}
+
+#[test]
+fn every_truncation_bit_flip_and_extension_is_a_typed_error() {
+    let bytes = full_snapshot();
+    assert!(Session::restore(&bytes, at(2), [9; 32]).is_ok());
+    for len in 0..bytes.len() {
+        assert!(
+            Session::restore(&bytes[..len], at(2), [9; 32]).is_err(),
+            "cut at {len}"
+        );
+    }
+    for i in 0..bytes.len() * 8 {
+        let mut flipped = bytes.to_vec();
+        flipped[i / 8] ^= 1 << (i % 8);
+        let err = Session::restore(&flipped, at(2), [9; 32]).unwrap_err();
+        let expected = match i / 8 {
+            0..=3 => matches!(err, RestoreError::NotASnapshot { .. }),
+            4 => matches!(err, RestoreError::Version { .. }),
+            _ => matches!(err, RestoreError::Checksum { .. }),
+        };
+        assert!(expected, "bit {i}: {err}");
+    }
+    let mut extended = bytes.to_vec();
+    extended.push(0);
+    assert!(matches!(
+        Session::restore(&extended, at(2), [9; 32]),
+        Err(RestoreError::Checksum { .. })
+    ));
+    let mut future = bytes.to_vec();
+    future[4] = SNAPSHOT_VERSION + 1;
+    assert!(matches!(
+        Session::restore(&future, at(2), [9; 32]),
+        Err(RestoreError::Version { found, .. }) if found == SNAPSHOT_VERSION + 1
+    ));
+    assert!(matches!(
+        Session::restore(b"SUM\0 a message, not a snapshot", at(2), [9; 32]),
+        Err(RestoreError::NotASnapshot { .. })
+    ));
+}
+
+/// `bytes` with its checksum made right again: what reaches the parser
+/// when only a writer's bug could have made it.
+fn resealed(mut body: Vec<u8>) -> Vec<u8> {
+    let checksum = blake3::hash(&body);
+    body.extend_from_slice(&checksum.as_bytes()[..16]);
+    body
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// Mutated bodies under a valid checksum: the parser itself answers
+    /// every one with a typed error or a session, never a panic, and a
+    /// session it restores snapshots again.
+    #[test]
+    fn mutated_snapshots_with_a_valid_checksum_never_panic(
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        cut in any::<prop::sample::Index>(),
+        cut_it in any::<bool>(),
+    ) {
+        let bytes = full_snapshot();
+        let mut body = bytes[..bytes.len() - 16].to_vec();
+        for (at_index, value) in edits {
+            let i = 5 + at_index.index(body.len() - 5);
+            body[i] = value;
+        }
+        if cut_it {
+            body.truncate(5 + cut.index(body.len() - 5));
+        }
+        if let Ok(session) = Session::restore(&resealed(body), at(2), [9; 32]) {
+            prop_assert!(session.snapshot(at(2)).is_ok());
+        }
+    }
+
+    /// Random bytes behind a valid header and checksum.
+    #[test]
+    fn random_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..600)) {
+        let mut bytes = b"BJS\0\x01".to_vec();
+        bytes.extend(body);
+        let _ = Session::restore(&resealed(bytes), at(2), [9; 32]);
+    }
+}
+
+#[test]
+fn snapshot_and_restore_time() {
+    let bytes = full_snapshot();
+    let (alice, _) = pair();
+    let runs = 2_000;
+    let started = std::time::Instant::now();
+    for _ in 0..runs {
+        let restored = Session::restore(&bytes, at(2), [9; 32]).unwrap();
+        std::hint::black_box(restored.snapshot(at(2)).unwrap());
+    }
+    let full = started.elapsed() / runs;
+    let started = std::time::Instant::now();
+    for _ in 0..runs {
+        let snapshot = alice.snapshot(at(2)).unwrap();
+        std::hint::black_box(Session::restore(&snapshot, at(2), [9; 32]).unwrap());
+    }
+    let idle = started.elapsed() / runs;
+    eprintln!(
+        "snapshot + restore: idle session {idle:?}, with subscriptions, a window entry, \
+         three operations and a queued message ({} bytes) {full:?}",
+        bytes.len()
+    );
+    let _ = Duration::ZERO;
+}
