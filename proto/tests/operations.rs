@@ -14,6 +14,7 @@ use bijou_proto::keyhive::{
     Access, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive,
     SukMessage,
 };
+use bijou_proto::message::EphemeralMessage;
 use bijou_proto::message::{
     Audience, BatchSyncResponse, CommitId, Fragment, HeadsUpdate, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult, Topic, Topics,
@@ -59,6 +60,11 @@ struct Pair {
     to_client: Vec<Bytes>,
     /// What the client delivered as ordinary messages.
     delivered: Vec<Received>,
+    /// Snapshot and restore both sessions after every message (taking
+    /// the ended operations into `completions` first), and how many times.
+    restore: bool,
+    restores: u32,
+    completions: Vec<Completed>,
 }
 
 impl Pair {
@@ -95,6 +101,9 @@ impl Pair {
             to_server: Vec::new(),
             to_client: Vec::new(),
             delivered: Vec::new(),
+            restore: false,
+            restores: 0,
+            completions: Vec::new(),
         }
     }
 
@@ -125,6 +134,7 @@ impl Pair {
                 moved = true;
                 let received = receive(&mut self.server, bytes, now);
                 self.serve(received);
+                self.restore_both(now);
                 while let Some(message) = self.server.poll_transmit() {
                     self.to_client.push(message.encode().unwrap());
                 }
@@ -134,11 +144,38 @@ impl Pair {
                 if let Some(received) = receive(&mut self.client, bytes, now) {
                     self.delivered.push(received);
                 }
+                self.restore_both(now);
                 self.client_sends();
+                self.restore_both(now);
             }
             if !moved {
                 return;
             }
+        }
+    }
+
+    /// With `restore`: both sessions go through a snapshot, as a host
+    /// evicted after every message would (another monotonic origin and a
+    /// fresh seed each time).
+    fn restore_both(&mut self, now: Now) {
+        if !self.restore {
+            return;
+        }
+        self.completions.extend(all_completed(&mut self.client));
+        self.restores += 1;
+        let n = self.restores;
+        let elsewhere = Now::new(
+            now.unix_secs,
+            Timestamp::from_nanos(now.monotonic.as_nanos() + u64::from(n) * 1_000_000_007),
+        );
+        let mut seed = [0; 32];
+        seed[..4].copy_from_slice(&n.to_le_bytes());
+        for session in [&mut self.client, &mut self.server] {
+            let bytes = session.snapshot(now).expect("between messages");
+            *session = Session::restore(&bytes, elsewhere, seed).expect("restores");
+            // Back on this test's clock: a snapshot keeps times as ages.
+            let bytes = session.snapshot(elsewhere).expect("between messages");
+            *session = Session::restore(&bytes, now, seed).expect("restores");
         }
     }
 
@@ -659,4 +696,103 @@ fn ids_count_up_and_each_operation_ends_exactly_once() {
     assert_eq!(ended, (1..=20).collect::<Vec<_>>());
     assert_eq!(pair.client.operations_in_flight(), 0);
     assert!(!pair.client.has_completed());
+}
+
+/// The whole protocol between two sessions, no runtime: keyhive
+/// registration, a subscription and ephemeral messages, five pushes and a
+/// fetch. What each side ends up with, in a form that does not depend on
+/// random draws (nonces).
+fn full_protocol(restore: bool) -> (Vec<String>, u32) {
+    let mut pair = Pair::new(Server::Answers);
+    pair.restore = restore;
+    let doc = DocumentKey::from_seed([3; 32]);
+    let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+    pair.start(Operation::Register(delegation), at(0));
+    pair.run(at(0));
+    let topic = Topic::new([4; 32]);
+    pair.start(Operation::Subscribe(Topics::one(topic)), at(1));
+    pair.run(at(1));
+    for i in 0..3u8 {
+        let key = pair.server_key.clone();
+        let sealed = pair.server.publish(&key, topic, vec![i; 8], at(2)).unwrap();
+        pair.reply(EphemeralMessage::from(sealed));
+    }
+    pair.run(at(2));
+    let mut parent = None;
+    for n in 1..=5 {
+        let (message, head) = commit(&pair.client_key, n, parent);
+        pair.start(Operation::Push(message), at(3));
+        parent = Some(head);
+    }
+    pair.run(at(3));
+    pair.start(Operation::Fetch(tree()), at(4));
+    pair.run(at(4));
+    // The subscription, refused by no one, ends at its deadline.
+    let _ = pair.client.handle_timeout(at(11));
+    pair.completions.extend(all_completed(&mut pair.client));
+
+    let mut seen = Vec::new();
+    for done in &pair.completions {
+        seen.push(match &done.result {
+            Ok(Outcome::Fetched(verified)) => {
+                let mut heads: Vec<_> = verified
+                    .items
+                    .iter()
+                    .map(|item| match item {
+                        VerifiedItem::Commit(c, _) => c.payload().head(),
+                        VerifiedItem::Fragment(f, _) => f.payload().head(),
+                    })
+                    .collect();
+                heads.sort_unstable();
+                format!("{} fetched {heads:?}", done.id)
+            }
+            other => format!("{} {other:?}", done.id),
+        });
+    }
+    for received in &pair.delivered {
+        seen.push(match &received.result {
+            Ok(Delivered::Ephemeral(verified)) => {
+                format!("ephemeral {:?}", verified.payload().payload())
+            }
+            other => format!("delivered {other:?}"),
+        });
+    }
+    seen.push(format!("server stored {} commits", pair.stored.len()));
+    seen.push(format!("server knows {} keyhive events", pair.known_events));
+    (seen, pair.restores)
+}
+
+#[test]
+fn the_whole_protocol_survives_a_snapshot_and_restore_at_every_step() {
+    let (plain, _) = full_protocol(false);
+    let (restored, restores) = full_protocol(true);
+    eprintln!("{restores} snapshots and restores of both sessions: {plain:#?}");
+    assert!(restores >= 30, "restored {restores} times");
+    assert_eq!(plain, restored);
+    // What the run holds: every operation ended once, in order.
+    let expected_ends = [
+        "#1 Ok(Registered",
+        "#3 Ok(Pushed",
+        "#8 fetched",
+        "#2 Ok(Subscribed",
+    ];
+    for end in expected_ends {
+        let end = end.replace('#', "operation #");
+        assert!(
+            plain.iter().any(|line| line.starts_with(&end)),
+            "{end}: {plain:#?}"
+        );
+    }
+    assert_eq!(
+        plain.iter().filter(|l| l.starts_with("ephemeral")).count(),
+        3,
+        "{plain:#?}"
+    );
+    assert!(plain.iter().any(|l| l == "server stored 5 commits"));
+    assert!(
+        plain
+            .iter()
+            .any(|l| l.contains("fetched [") && l.matches("CommitId").count() == 5),
+        "{plain:#?}"
+    );
 }

@@ -21,7 +21,10 @@
 //!   some answers arriving after their deadline): every operation ends
 //!   exactly once, an answer is taken by its operation or delivered as an
 //!   ordinary message (never both), and every push the peer acknowledged is
-//!   in the final fetch.
+//!   in the final fetch;
+//! - snapshot and restore at random steps (a host evicted between two
+//!   messages, coming back with another monotonic origin and a fresh
+//!   seed): every invariant above holds across them, a replay included.
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 300); `SIM_SEED=S` replays one; a
 //! failing seed is printed with the command that replays it.
@@ -112,6 +115,8 @@ struct Stats {
     timeouts: u64,
     /// Answers an operation took.
     taken: u64,
+    /// Snapshots restored.
+    restores: u64,
 }
 
 impl Sim {
@@ -543,6 +548,33 @@ fn final_fetch(
     );
 }
 
+/// The side's host is evicted and comes back: its session from a
+/// snapshot, on another monotonic origin with a fresh seed. Only between
+/// messages (a snapshot is refused otherwise: then nothing happens).
+fn evict(sim: &mut Sim, side: &mut Side) {
+    collect_completed(sim, side);
+    let now = sim.now();
+    let Ok(bytes) = side.session.snapshot(now) else {
+        return;
+    };
+    sim.record(b"snapshot", &bytes);
+    // Another origin, then back to the simulation's clock (times are
+    // kept as ages, so both hops keep every deadline).
+    let origin = sim.below(1 << 40);
+    let elsewhere = Now::new(
+        now.unix_secs,
+        Timestamp::from_nanos(now.monotonic.as_nanos() + origin),
+    );
+    let restored = Session::restore(&bytes, elsewhere, sim.rng.bytes()).expect("restores");
+    let again = restored.snapshot(elsewhere).expect("between messages");
+    assert_eq!(
+        again, bytes,
+        "a restored session snapshots to the same bytes"
+    );
+    side.session = Session::restore(&again, now, sim.rng.bytes()).expect("restores");
+    sim.stats.restores += 1;
+}
+
 /// The deadlines that passed end their operations.
 fn expire(sim: &mut Sim, side: &mut Side) {
     let now = sim.now();
@@ -572,13 +604,20 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
     let (mut at_a, mut at_b) = (VecDeque::new(), VecDeque::new());
     let steps = 200 + sim.below(200);
     for _ in 0..steps {
-        match sim.below(12) {
+        match sim.below(13) {
             0 | 1 => send(&mut sim, &mut a),
             2 | 3 => send(&mut sim, &mut b),
             4 | 5 => deliver(&mut sim, &mut a, &mut b, &mut at_b),
             6 | 7 => deliver(&mut sim, &mut b, &mut a, &mut at_a),
             8 => start_operation(&mut sim, &mut a),
             9 => start_operation(&mut sim, &mut b),
+            10 => {
+                if sim.below(2) == 0 {
+                    evict(&mut sim, &mut a);
+                } else {
+                    evict(&mut sim, &mut b);
+                }
+            }
             _ => {
                 sim.clock += sim.below(50_000_000);
                 expire(&mut sim, &mut a);
@@ -655,17 +694,19 @@ fn random_schedules_keep_every_invariant_and_replay_byte_for_byte() {
         total.waits += stats.waits;
         total.timeouts += stats.timeouts;
         total.taken += stats.taken;
+        total.restores += stats.restores;
     }
     eprintln!(
         "{} seeds (each run twice) in {:?}: {} delivered, {} refused, {} budget waits, \
-         {} answers taken by operations, {} operations timed out",
+         {} answers taken by operations, {} operations timed out, {} restores",
         seeds.len(),
         started.elapsed(),
         total.delivered,
         total.refused,
         total.waits,
         total.taken,
-        total.timeouts
+        total.timeouts,
+        total.restores
     );
     assert!(total.waits > 0 && total.refused > 0 && total.delivered > 0);
     if seeds.len() > 10 {
@@ -673,6 +714,7 @@ fn random_schedules_keep_every_invariant_and_replay_byte_for_byte() {
             total.taken > 0 && total.timeouts > 0,
             "operations were exercised"
         );
+        assert!(total.restores > 0, "snapshots were restored");
     }
 }
 

@@ -115,6 +115,43 @@ impl Registration {
         Ok((this, first))
     }
 
+    /// Where the exchange stands, as a session snapshot keeps it: 0
+    /// awaiting the contact card, 1 the response, 2 the confirmation, 3
+    /// done (the outcome: 3 Registered, 4 AlreadyKnown).
+    pub(crate) fn stage(&self) -> u8 {
+        match self.state {
+            State::AwaitCard => 0,
+            State::AwaitResponse => 1,
+            State::AwaitConfirmation => 2,
+            State::Done(Outcome::Registered) => 3,
+            State::Done(Outcome::AlreadyKnown) => 4,
+        }
+    }
+
+    /// A registration of `delegation` between `local` and `server` at
+    /// `stage` ([`Registration::stage`]); `None` for an unknown stage.
+    pub(crate) fn resume(
+        local: PeerId,
+        server: PeerId,
+        delegation: RootDelegation,
+        stage: u8,
+    ) -> Option<Self> {
+        let state = match stage {
+            0 => State::AwaitCard,
+            1 => State::AwaitResponse,
+            2 => State::AwaitConfirmation,
+            3 => State::Done(Outcome::Registered),
+            4 => State::Done(Outcome::AlreadyKnown),
+            _ => return None,
+        };
+        Some(Self {
+            local: KeyhivePeer::new(local),
+            server: KeyhivePeer::new(server),
+            delegation,
+            state,
+        })
+    }
+
     /// The delegation being registered.
     #[must_use]
     pub fn delegation(&self) -> &RootDelegation {

@@ -10,7 +10,9 @@ use core::fmt;
 use bijou_codec::Wire;
 use bijou_signing::{Identity, PeerId};
 
-use crate::keyhive::{self, KeyhiveError, Registration, RootDelegation, Step, VerifiedSuk};
+use crate::keyhive::{
+    self, KeyhiveError, Registration, RootDelegation, Step, SukMessage, VerifiedSuk,
+};
 use crate::message::{
     BatchSyncRequest, BatchSyncResponse, CommitId, EphemeralMessage, FingerprintSeed, Message,
     MessageError, RemoteHeads, SedimentreeId, SyncMessage, SyncResult, Topics,
@@ -621,10 +623,31 @@ impl Operations {
                     w.u8(2);
                     write_topics(w, topics.iter());
                 }
-                State::RegisterUnsigned(_) | State::Register(_) | State::RegisterAnswer(..) => {
-                    return Err(SnapshotRefused {
-                        busy: "a keyhive registration runs",
-                    })
+                State::RegisterUnsigned(delegation) => {
+                    w.u8(3);
+                    w.bijou64_len(delegation.event.len());
+                    w.bytes(&delegation.event);
+                }
+                State::Register(registration) => {
+                    w.u8(4);
+                    w.u8(registration.stage());
+                    let event = &registration.delegation().event;
+                    w.bijou64_len(event.len());
+                    w.bytes(event);
+                }
+                State::RegisterAnswer(registration, answer) => {
+                    // The answer goes in as received; a restore checks its
+                    // signature again.
+                    let answer = answer.message().to_bytes().map_err(|_| SnapshotRefused {
+                        busy: "a keyhive answer does not encode",
+                    })?;
+                    w.u8(5);
+                    w.u8(registration.stage());
+                    let event = &registration.delegation().event;
+                    w.bijou64_len(event.len());
+                    w.bytes(event);
+                    w.bijou64_len(answer.len());
+                    w.bytes(&answer);
                 }
             }
         }
@@ -636,6 +659,7 @@ impl Operations {
         r: &mut bijou_codec::Reader<'_>,
         now: Timestamp,
         rng: SeededRng,
+        (local, server): (PeerId, PeerId),
     ) -> Result<Self, RestoreError> {
         let invalid = |field, reason| RestoreError::Invalid { field, reason };
         let last_id = r.bijou64("last operation id")?;
@@ -672,7 +696,30 @@ impl Operations {
                             .ok_or_else(|| invalid("subscribe topics", "are none"))?,
                     )
                 }
-                _ => return Err(invalid("operation kind", "is not 00, 01 or 02")),
+                3 => State::RegisterUnsigned(read_delegation(r)?),
+                4 => {
+                    let stage = r.u8("registration stage")?;
+                    let delegation = read_delegation(r)?;
+                    State::Register(
+                        Registration::resume(local, server, delegation, stage)
+                            .ok_or_else(|| invalid("registration stage", "is not 0 to 4"))?,
+                    )
+                }
+                5 => {
+                    let stage = r.u8("registration stage")?;
+                    let delegation = read_delegation(r)?;
+                    let registration = Registration::resume(local, server, delegation, stage)
+                        .ok_or_else(|| invalid("registration stage", "is not 0 to 4"))?;
+                    let len = r.bijou64("keyhive answer length")?;
+                    let answer = r.shared_u64("keyhive answer", len)?;
+                    let answer = SukMessage::from_bytes(&answer)
+                        .and_then(|suk| suk.verify(server))
+                        .map_err(|_| {
+                            invalid("keyhive answer", "is not a SUK message signed by the peer")
+                        })?;
+                    State::RegisterAnswer(registration, Box::new(answer))
+                }
+                _ => return Err(invalid("operation kind", "is not 00 to 05")),
             };
             in_flight.push(InFlight {
                 id: OperationId(id),
@@ -687,6 +734,16 @@ impl Operations {
             rng,
         })
     }
+}
+
+/// A root delegation event, checked again (its signature included).
+fn read_delegation(r: &mut bijou_codec::Reader<'_>) -> Result<RootDelegation, RestoreError> {
+    let len = r.bijou64("delegation length")?;
+    let event = r.shared_u64("delegation", len)?;
+    RootDelegation::decode(event).map_err(|_| RestoreError::Invalid {
+        field: "delegation",
+        reason: "is not a root delegation signed by its document",
+    })
 }
 
 /// Which operation a received message belongs to.

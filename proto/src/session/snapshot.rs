@@ -16,6 +16,9 @@
 //!   operations: 00 | 01 · last id b64 · n b64 · n x (id b64 · time left ns b64 · kind · fields)
 //!       kind 00 push: tree 32 · head 32     01 fetch: tree 32 · nonce 8 · probe 00 | 01
 //!            02 subscribe: n b64 · n x Topic 32
+//!            03 registration, not started: len b64 · root delegation event
+//!            04 registration: stage (00 card, 01 response, 02 confirmation) · len b64 · event
+//!            05 registration, an answer waiting for the signer: as 04 · len b64 · SUK message
 //!   checksum 16: BLAKE3 of every byte before it
 //! ```
 //!
@@ -38,9 +41,8 @@
 //!
 //! Between messages: [`Session::snapshot`] refuses (and changes nothing)
 //! while a received message is being verified or waits in
-//! [`poll_event`](Session::poll_event), while an ended operation waits in
-//! [`poll_completed`](Session::poll_completed), or while a keyhive
-//! registration runs (it lasts a few round trips; snapshot after it).
+//! [`poll_event`](Session::poll_event), or while an ended operation waits
+//! in [`poll_completed`](Session::poll_completed).
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec::Vec;
@@ -282,6 +284,7 @@ impl Session {
                 &mut r,
                 now.monotonic,
                 root.split(),
+                (local, remote.peer()),
             )?),
             _ => return Err(invalid("operations", "is neither 00 nor 01")),
         };
