@@ -42,7 +42,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use bijou_frame::net::connection::{ConnectionReceiver, ConnectionSender};
-use bijou_frame::net::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Initiator, Responder};
 use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
@@ -159,28 +159,40 @@ async fn start_server(carrier: Carrier, echo: bool) -> (std::net::SocketAddr, Au
                 match carrier {
                     Carrier::Bijou64 => {
                         let t = FramedTransport::new(stream, Bijou64);
-                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        let conn =
+                            Connection::accept(t, &*key, &responder, &ConnectConfig::default())
+                                .await
+                                .expect("hs");
                         if echo {
                             serve_echo(conn).await;
                         }
                     }
                     Carrier::Leb128 => {
                         let t = FramedTransport::new(stream, Leb128);
-                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        let conn =
+                            Connection::accept(t, &*key, &responder, &ConnectConfig::default())
+                                .await
+                                .expect("hs");
                         if echo {
                             serve_echo(conn).await;
                         }
                     }
                     Carrier::U32Be => {
                         let t = FramedTransport::new(stream, U32Be);
-                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        let conn =
+                            Connection::accept(t, &*key, &responder, &ConnectConfig::default())
+                                .await
+                                .expect("hs");
                         if echo {
                             serve_echo(conn).await;
                         }
                     }
                     Carrier::WebSocket => {
                         let t = websocket::accept(stream).await.expect("upgrade");
-                        let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                        let conn =
+                            Connection::accept(t, &*key, &responder, &ConnectConfig::default())
+                                .await
+                                .expect("hs");
                         if echo {
                             serve_echo(conn).await;
                         }
@@ -206,7 +218,7 @@ async fn connect_framed<P: LengthPrefix>(
 ) -> Connection<FramedTransport<TcpStream, P>> {
     let client_key = SigningKey::from_bytes(&[0xA1; 32]);
     let t = FramedTransport::new(tcp(addr).await, prefix);
-    let mut conn = Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+    let mut conn = Connection::connect(t, &client_key, audience, &ConnectConfig::default())
         .await
         .expect("handshake");
     conn.set_verify_budget(ECHO_BUDGET);
@@ -223,7 +235,7 @@ async fn connect_ws(
     let t = websocket::client(tcp(addr).await, url.as_str())
         .await
         .expect("upgrade");
-    let mut conn = Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+    let mut conn = Connection::connect(t, &client_key, audience, &ConnectConfig::default())
         .await
         .expect("handshake");
     conn.set_verify_budget(ECHO_BUDGET);
@@ -416,7 +428,9 @@ mod over_iroh {
                 let (key, responder) = (server_key.clone(), responder.clone());
                 tokio::spawn(async move {
                     let t = quic::accept_incoming(incoming).await.expect("accept");
-                    let conn = Connection::accept(t, &*key, &responder).await.expect("hs");
+                    let conn = Connection::accept(t, &*key, &responder, &ConnectConfig::default())
+                        .await
+                        .expect("hs");
                     if echo {
                         serve_echo(conn).await;
                     }
@@ -433,7 +447,7 @@ mod over_iroh {
     ) -> Connection<IrohTransport> {
         let client_key = SigningKey::from_bytes(&[0xA1; 32]);
         let t = quic::connect(ep, addr).await.expect("connect");
-        let mut conn = Connection::connect(t, &client_key, audience, &HandshakeConfig::default())
+        let mut conn = Connection::connect(t, &client_key, audience, &ConnectConfig::default())
             .await
             .expect("handshake");
         conn.set_verify_budget(ECHO_BUDGET);

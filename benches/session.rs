@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Initiator, Responder};
 use bijou_frame::net::message::{
     Audience, BatchSyncResponse, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage, SyncResult,
@@ -107,8 +107,20 @@ fn channel_connection(
 struct Polls {
     longest_wall: Duration,
     longest_cpu: Duration,
+    /// Wall time minus the time this thread waited in the run queue
+    /// (`/proc/thread-self/schedstat`): what a poll holds its thread for,
+    /// preemption aside. Zero where schedstat is missing.
+    longest_running: Duration,
     decode_wall: Duration,
     count: usize,
+}
+
+/// This thread's run-queue wait so far (the second field of
+/// `/proc/thread-self/schedstat`), if the kernel reports it.
+fn run_queue_wait() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let waited = stat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(waited))
 }
 
 /// Receives `bytes` through a fresh connection polled by hand.
@@ -119,18 +131,25 @@ fn receive_timing_polls(bytes: &Bytes, items: usize) -> Polls {
     let mut polls = Polls {
         longest_wall: Duration::ZERO,
         longest_cpu: Duration::ZERO,
+        longest_running: Duration::ZERO,
         decode_wall: Duration::ZERO,
         count: 0,
     };
     loop {
+        let waited = run_queue_wait();
         let (wall, cpu) = (Instant::now(), cpu_time::ThreadTime::now());
         let poll = conn.poll_next_unpin(&mut cx);
         let (wall, cpu) = (wall.elapsed(), cpu.elapsed());
+        let queued = match (waited, run_queue_wait()) {
+            (Some(before), Some(after)) => after.saturating_sub(before),
+            _ => wall,
+        };
         if polls.count == 0 {
             polls.decode_wall = wall;
         } else {
             polls.longest_wall = polls.longest_wall.max(wall);
             polls.longest_cpu = polls.longest_cpu.max(cpu);
+            polls.longest_running = polls.longest_running.max(wall.saturating_sub(queued));
         }
         polls.count += 1;
         match poll {
@@ -147,11 +166,18 @@ fn receive_timing_polls(bytes: &Bytes, items: usize) -> Polls {
 
 fn poll_bound(c: &mut Criterion) {
     let (bytes, _) = response(8192);
-    let polls = receive_timing_polls(&bytes, 8192);
-    println!(
-        "session/poll: {} polls for 8,192 commits; this run: longest {:?} wall, {:?} CPU; decode poll {:?}",
-        polls.count, polls.longest_wall, polls.longest_cpu, polls.decode_wall
-    );
+    // Ten receives, each poll's wall time less its run-queue wait: the
+    // bound must hold in every one, not at the median.
+    let mut worst = Duration::ZERO;
+    for run in 1..=10 {
+        let polls = receive_timing_polls(&bytes, 8192);
+        worst = worst.max(polls.longest_running);
+        println!(
+            "session/poll run {run}: {} polls for 8,192 commits; longest {:?} wall, {:?} wall less run-queue wait, {:?} CPU; decode poll {:?}",
+            polls.count, polls.longest_wall, polls.longest_running, polls.longest_cpu, polls.decode_wall
+        );
+    }
+    println!("session/poll: the longest poll of ten runs, less run-queue wait: {worst:?}");
     let mut group = c.benchmark_group("session/poll");
     group.sample_size(10);
     group.bench_function("max_poll_cpu/8192", |b| {
@@ -231,8 +257,13 @@ async fn serve(listener: TcpListener, server_key: Arc<SigningKey>, honest: PeerI
         let _ = tcp.set_nodelay(true);
         let (key, responder) = (server_key.clone(), responder.clone());
         tokio::spawn(async move {
-            let Ok(mut conn) =
-                Connection::accept(FramedTransport::new(tcp, Bijou64), &*key, &responder).await
+            let Ok(mut conn) = Connection::accept(
+                FramedTransport::new(tcp, Bijou64),
+                &*key,
+                &responder,
+                &ConnectConfig::default(),
+            )
+            .await
             else {
                 return;
             };

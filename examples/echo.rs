@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_frame::net::message::{Audience, CommitId, SedimentreeId, SyncMessage};
 use bijou_frame::net::transport::FramedTransport;
 use bijou_frame::net::{prefix::Bijou64, Connection};
@@ -73,7 +73,7 @@ async fn run() -> Result<bool, Error> {
         FramedTransport::new(tcp, Bijou64),
         &key_a,
         audience,
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await?;
     println!(
@@ -184,7 +184,13 @@ async fn echo_server(listener: TcpListener, key: SigningKey) -> Result<u64, Erro
     let (tcp, _) = listener.accept().await?;
     tcp.set_nodelay(true)?;
     let responder = Responder::new(HandshakeConfig::default());
-    let mut conn = Connection::accept(FramedTransport::new(tcp, Bijou64), &key, &responder).await?;
+    let mut conn = Connection::accept(
+        FramedTransport::new(tcp, Bijou64),
+        &key,
+        &responder,
+        &ConnectConfig::default(),
+    )
+    .await?;
     let mut rejected = 0;
     while let Some(received) = conn.recv().await? {
         match received.result {

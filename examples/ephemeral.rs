@@ -15,7 +15,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_frame::net::message::{Audience, Topic, Topics};
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
 use bijou_frame::net::{prefix::Bijou64, Connection, Delivered};
@@ -145,7 +145,13 @@ async fn exchange(args: &Args) -> Result<Summary, AnyError> {
     let subscriber = tokio::spawn(async move {
         let carrier = carrier(listener.accept().await?.0, transport, true).await?;
         let responder = Responder::new(HandshakeConfig::default());
-        let mut conn = Connection::accept(carrier, &subscriber_key, &responder).await?;
+        let mut conn = Connection::accept(
+            carrier,
+            &subscriber_key,
+            &responder,
+            &ConnectConfig::default(),
+        )
+        .await?;
         conn.subscribe(Topics::one(topic)).await?;
         let mut summary = Summary {
             published: count,
@@ -191,7 +197,7 @@ async fn exchange(args: &Args) -> Result<Summary, AnyError> {
         carrier,
         &publisher_key,
         Audience::Known(subscriber_id),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await?;
     // Wait for the subscriber's Subscribe.

@@ -16,7 +16,7 @@ use std::time::Duration;
 use bijou_frame::net::keyhive::{Access, DocumentKey, Grantee};
 use bijou_frame::net::message::{Audience, CommitId, SyncMessage, SyncResult};
 use bijou_frame::net::session::{Operation, Outcome, TreeAccess};
-use bijou_frame::net::{handshake::HandshakeConfig, transport::websocket, Connection};
+use bijou_frame::net::{handshake::ConnectConfig, transport::websocket, Connection};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob};
 use clap::Parser;
 
@@ -114,5 +114,5 @@ async fn run(args: &Args) -> Result<(), Error> {
 async fn connect(url: &str, key: &SigningKey, audience: Audience) -> Result<Ws, Error> {
     let ws = tokio::time::timeout(WAIT, websocket::connect(url)).await;
     let ws = ws.map_err(|_| format!("connecting to {url} timed out"))??;
-    Ok(Connection::connect(ws, key, audience, &HandshakeConfig::default()).await?)
+    Ok(Connection::connect(ws, key, audience, &ConnectConfig::default()).await?)
 }

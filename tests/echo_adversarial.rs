@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bijou_frame::net::connection::Rejected;
-use bijou_frame::net::handshake::{HandshakeConfig, HandshakeError};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeError};
 use bijou_frame::net::message::{
     Audience, HandshakeMessage, Message, RejectionReason, SedimentreeId, VerifyItemError,
 };
@@ -53,7 +53,7 @@ async fn run() {
         ),
         &honest_key,
         Audience::Known(server.peer),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("honest handshake");

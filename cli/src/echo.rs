@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixKind, U32Be};
 use bijou_frame::net::connection::{ConnectionReceiver, Rejected};
-use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
@@ -395,8 +395,16 @@ impl Server {
             tokio::spawn(async move {
                 let result: Result<_, AnyError> = async {
                     let transport = iroh::accept_incoming(incoming).await?;
-                    this.echo(Connection::accept(transport, &this.key, &this.responder).await?)
-                        .await
+                    this.echo(
+                        Connection::accept(
+                            transport,
+                            &this.key,
+                            &this.responder,
+                            &ConnectConfig::default(),
+                        )
+                        .await?,
+                    )
+                    .await
                 }
                 .await;
                 if log {
@@ -422,16 +430,27 @@ impl Server {
         match transport {
             TransportArg::Tcp | TransportArg::Iroh => {
                 let framed = FramedTransport::new(stream, P::default());
-                self.echo(Connection::accept(framed, &self.key, &self.responder).await?)
-                    .await
+                self.echo(
+                    Connection::accept(
+                        framed,
+                        &self.key,
+                        &self.responder,
+                        &ConnectConfig::default(),
+                    )
+                    .await?,
+                )
+                .await
             }
             TransportArg::Ws => {
                 let upgrade = websocket::accept(stream);
                 let ws = tokio::time::timeout(CONNECT_TIMEOUT, upgrade)
                     .await
                     .map_err(|_| "WebSocket upgrade timed out")??;
-                self.echo(Connection::accept(ws, &self.key, &self.responder).await?)
-                    .await
+                self.echo(
+                    Connection::accept(ws, &self.key, &self.responder, &ConnectConfig::default())
+                        .await?,
+                )
+                .await
             }
         }
     }
@@ -529,7 +548,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
     let refused = |e: ConnectError| job.target.refused(&e, &addressed);
     if let Target::Iroh(_) = &job.target {
         let carrier = job.target.carrier().await?;
-        let conn = Connection::connect(carrier, &key, job.audience, &HandshakeConfig::default())
+        let conn = Connection::connect(carrier, &key, job.audience, &ConnectConfig::default())
             .await
             .map_err(refused)?;
         let handshake = t0.elapsed();
@@ -543,7 +562,7 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
         inner: stream,
         copy: job.capture.then(|| Arc::clone(&captured)),
     };
-    let config = HandshakeConfig::default();
+    let config = ConnectConfig::default();
     let capture = job.capture.then_some(captured);
     match &job.target {
         // Iroh returned above.

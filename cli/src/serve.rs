@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use bijou_frame::framing::prefix::PrefixKind;
 use bijou_frame::net::connection::Delivered;
-use bijou_frame::net::handshake::{HandshakeConfig, Responder};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_frame::net::message::{
     BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, Fingerprint, HeadsUpdate,
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
@@ -255,7 +255,13 @@ impl SyncServer {
 
     /// Runs the handshake and the session on an accepted transport.
     async fn accept_carrier(&self, carrier: Carrier) -> Result<(PeerId, ConnReport), AnyError> {
-        let conn = Connection::accept(carrier, &self.key, &self.responder).await?;
+        let conn = Connection::accept(
+            carrier,
+            &self.key,
+            &self.responder,
+            &ConnectConfig::default(),
+        )
+        .await?;
         let peer = conn.remote_peer();
         Ok((peer, self.session(conn).await))
     }

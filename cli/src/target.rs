@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, PrefixKind, U32Be};
-use bijou_frame::net::handshake::{HandshakeConfig, HandshakeError};
+use bijou_frame::net::handshake::{ConnectConfig, HandshakeError};
 use bijou_frame::net::message::{Audience, RejectionReason};
 #[cfg(feature = "iroh")]
 use bijou_frame::net::transport::iroh;
@@ -201,7 +201,7 @@ impl Target {
     ) -> Result<(Connection<Carrier>, Duration), Failure> {
         let t0 = Instant::now();
         let carrier = self.carrier().await?;
-        let conn = Connection::connect(carrier, key, audience, &HandshakeConfig::default())
+        let conn = Connection::connect(carrier, key, audience, &ConnectConfig::default())
             .await
             .map_err(|e| self.refused(&e, addressed))?;
         Ok((conn, t0.elapsed()))

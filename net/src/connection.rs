@@ -29,8 +29,10 @@
 //! [`Session::verify_step`] items; after each step the connection checks
 //! how long this poll has run and yields (`Pending`, woken again as
 //! `tokio::task::yield_now` wakes, after the runtime has polled its I/O
-//! driver) once it has run for [`YIELD_AFTER`]. No poll verifies more than one step past
-//! that, apart from the poll that decodes a large message.
+//! driver) once one more step as long as the last would take it past
+//! [`YIELD_AFTER`]: steps are sized by time, not only by count. No poll
+//! runs past that by more than a step's misprediction, apart from the
+//! poll that decodes a large message.
 //!
 //! **Nothing is lost on cancellation.** A message being verified, and a
 //! verified one not yet handed out, live in the session, not in a future:
@@ -44,7 +46,7 @@
 //! sink) hold for the messages the other receives.
 //!
 //! ```
-//! use bijou_frame::net::handshake::HandshakeConfig;
+//! use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig};
 //! use bijou_frame::net::message::*;
 //! use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
 //! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity};
@@ -57,11 +59,11 @@
 //! let responder = Responder::new(HandshakeConfig::default());
 //! let bob_id = bob.peer_id();
 //! let server = tokio::spawn(async move {
-//!     Connection::accept(FramedTransport::new(b, Bijou64), &bob, &responder).await
+//!     Connection::accept(FramedTransport::new(b, Bijou64), &bob, &responder, &ConnectConfig::default()).await
 //! });
 //! let a = FramedTransport::new(a, Bijou64);
 //! let mut client =
-//!     Connection::connect(a, &alice, Audience::Known(bob_id), &HandshakeConfig::default()).await?;
+//!     Connection::connect(a, &alice, Audience::Known(bob_id), &ConnectConfig::default()).await?;
 //! let mut server = server.await??;
 //! assert_eq!(server.remote_peer(), alice.peer_id());
 //!
@@ -85,7 +87,7 @@ use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
-use bijou_proto::handshake::{Authenticated, HandshakeConfig, Responder};
+use bijou_proto::handshake::{Authenticated, Responder};
 use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
 use bijou_proto::session::{
     Operation, OperationError, OperationId, Outcome, Session, SessionConfig, StartError, Work,
@@ -102,7 +104,7 @@ pub use bijou_proto::session::{
 };
 
 use crate::budget_timer::BudgetTimer;
-use crate::handshake::{self, ConnectError};
+use crate::handshake::{self, ConnectConfig, ConnectError};
 use crate::transport::{Transport, TransportError};
 use crate::SendError;
 
@@ -216,15 +218,16 @@ impl<T: Transport> Connection<T> {
         mut transport: T,
         signer: &S,
         audience: Audience,
-        config: &HandshakeConfig,
+        config: &ConnectConfig,
     ) -> Result<Self, ConnectError> {
         let remote = handshake::initiate(&mut transport, signer, audience, config).await?;
         Ok(Self::established(transport, signer.peer_id(), remote).with_clock(config.clock.clone()))
     }
 
     /// Accepts a connection as the responder: answers the peer's challenge
-    /// on `transport` with `signer` ([`handshake::respond`]). The
-    /// connection reads the responder's clock.
+    /// on `transport` with `signer` ([`handshake::respond`]), the
+    /// protocol's checks `responder`'s, the timeout and the time
+    /// `config`'s. The connection reads `config.clock`.
     ///
     /// # Cancel safety
     ///
@@ -238,10 +241,10 @@ impl<T: Transport> Connection<T> {
         mut transport: T,
         signer: &S,
         responder: &Responder,
+        config: &ConnectConfig,
     ) -> Result<Self, ConnectError> {
-        let remote = handshake::respond(&mut transport, signer, responder).await?;
-        let clock = responder.config().clock.clone();
-        Ok(Self::established(transport, signer.peer_id(), remote).with_clock(clock))
+        let remote = handshake::respond(&mut transport, signer, responder, config).await?;
+        Ok(Self::established(transport, signer.peer_id(), remote).with_clock(config.clock.clone()))
     }
 
     /// A connection on a `transport` whose handshake already completed (for
@@ -873,10 +876,15 @@ impl<T: Transport> Connection<T> {
                         self.tidy();
                     }
                 }
+                let step_started = Instant::now();
                 match self.session.poll_work(self.clock.now()) {
                     Work::Idle => continue,
                     Work::More => {
-                        if started.elapsed() >= YIELD_AFTER {
+                        // Steps are sized by time, not only by count: if
+                        // one more like this one would take the poll past
+                        // YIELD_AFTER, yield before it, not after.
+                        let step = step_started.elapsed();
+                        if started.elapsed() + step >= YIELD_AFTER {
                             return yield_to_runtime(cx);
                         }
                         continue;

@@ -2,7 +2,7 @@
 //! [`Responder`] over any [`Transport`], bounded by a timeout.
 //!
 //! ```text
-//!   initiate(transport, signer, audience, config)        respond(transport, signer, responder)
+//!   initiate(transport, signer, audience, config)        respond(transport, signer, responder, config)
 //!     max message = 256 B                                  max message = 256 B
 //!     Initiator::new(.., clock.now(), random nonce)
 //!     send challenge ──────────────────────────────────►   Responder::answer(.., clock.now())
@@ -10,6 +10,10 @@
 //!     max message = configured                             max message = configured
 //!   the whole exchange bounded by config.timeout, else ConnectError::Timeout
 //! ```
+//!
+//! The state machines take the protocol's settings ([`HandshakeConfig`],
+//! the responder's); the drivers take the shell's ([`ConnectConfig`]: the
+//! timeout, the clock, the message length after the handshake).
 //!
 //! The state machines' own refusals are [`HandshakeError`]s, wrapped in
 //! [`ConnectError::Handshake`]; what only a driver meets (the transport
@@ -29,6 +33,47 @@ use bijou_framing::prefix::PrefixKind;
 
 use crate::transport::peer_framing::{sniff, PeerFraming};
 use crate::transport::{Transport, TransportError};
+
+/// Default bound on the whole handshake: 10 s.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The shell's settings for opening or accepting a connection: what no
+/// state machine reads. The protocol's are the responder's
+/// [`HandshakeConfig`].
+///
+/// ```
+/// use bijou_frame::net::handshake::ConnectConfig;
+/// use bijou_frame::net::time::Clock;
+/// use std::time::Duration;
+///
+/// let mut config = ConnectConfig::default();
+/// config.timeout = Duration::from_secs(3);
+/// config.clock = Clock::fixed(1_700_000_000);
+/// assert_eq!(config.max_message_length, 50 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConnectConfig {
+    /// Bound on the whole handshake ([`DEFAULT_HANDSHAKE_TIMEOUT`]).
+    pub timeout: Duration,
+    /// The transport's maximum message length after the handshake
+    /// ([`DEFAULT_MAX_MESSAGE_LENGTH`], 50 MiB, as in Subduction).
+    pub max_message_length: usize,
+    /// The time source of the handshake and of the connection after it:
+    /// challenge stamps, the drift check, ephemeral ages, the verification
+    /// budget, operation deadlines ([`Clock::system`]).
+    pub clock: Clock,
+}
+
+impl Default for ConnectConfig {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            max_message_length: DEFAULT_MAX_MESSAGE_LENGTH,
+            clock: Clock::system(),
+        }
+    }
+}
 
 /// Why opening or accepting a connection failed. Every variant ends the
 /// connection.
@@ -190,7 +235,7 @@ pub async fn initiate<T, S>(
     transport: &mut T,
     signer: &S,
     audience: Audience,
-    config: &HandshakeConfig,
+    config: &ConnectConfig,
 ) -> Result<Authenticated, ConnectError>
 where
     T: Transport,
@@ -220,8 +265,9 @@ where
 /// Drives the [`Responder`] over `transport`: receives a challenge,
 /// answers it ([`Responder::answer`]) with `signer`, and sends the reply.
 /// The transport's maximum message length is
-/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and the responder's
-/// `max_message_length` after a success.
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and
+/// `config.max_message_length` after a success; the time is
+/// `config.clock`'s.
 ///
 /// # Cancel safety
 ///
@@ -237,13 +283,13 @@ pub async fn respond<T, S>(
     transport: &mut T,
     signer: &S,
     responder: &Responder,
+    config: &ConnectConfig,
 ) -> Result<Authenticated, ConnectError>
 where
     T: Transport,
     S: Identity + ?Sized,
 {
     transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
-    let config = responder.config();
     let authenticated = bounded(config.timeout, async {
         let challenge = match next_message(transport, "challenge").await {
             Ok(challenge) => challenge,

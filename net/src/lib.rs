@@ -59,6 +59,7 @@ pub use connection::{
     Connection, Delivered, Received, Rejected, RejectedItem, RunError, Shutdown, VerifiedMessage,
     HELD_BYTES, HELD_MESSAGES,
 };
+pub use handshake::ConnectConfig;
 pub use handshake::ConnectError;
 pub use message_codec::{MessageCodec, SendError};
 pub use tokio_clock::TokioClock;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bijou_codec::Wire;
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{
     Audience, BatchSyncResponse, CommitId, LooseCommit, Message, MessageError, RemoteHeads,
     SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
@@ -22,8 +22,8 @@ const TREE: SedimentreeId = SedimentreeId::new([5; 32]);
 
 /// Wall time fixed at `NOW`; monotonic time from tokio's clock, so the
 /// tests with paused time drive the budget's waits.
-fn config() -> HandshakeConfig {
-    let mut c = HandshakeConfig::default();
+fn config() -> ConnectConfig {
+    let mut c = ConnectConfig::default();
     c.clock = TokioClock::fixed(NOW);
     c
 }
@@ -35,9 +35,15 @@ async fn pair() -> (
     let (a, b) = tokio::io::duplex(1 << 20);
     let server_key = SigningKey::from_bytes(&[2; 32]);
     let server_id = server_key.peer_id();
-    let responder = Responder::new(config());
+    let responder = Responder::new(HandshakeConfig::default());
     let server = tokio::spawn(async move {
-        Connection::accept(FramedTransport::new(b, Bijou64), &server_key, &responder).await
+        Connection::accept(
+            FramedTransport::new(b, Bijou64),
+            &server_key,
+            &responder,
+            &config(),
+        )
+        .await
     });
     let client_key = SigningKey::from_bytes(&[1; 32]);
     let client = Connection::connect(
@@ -223,8 +229,11 @@ fn the_budget_waits_without_a_tokio_runtime() {
         [3; 16],
     )
     .expect("challenge");
-    let answer =
-        Responder::new(config()).answer(&bob, initiator.challenge().clone(), Now::from_secs(NOW));
+    let answer = Responder::new(HandshakeConfig::default()).answer(
+        &bob,
+        initiator.challenge().clone(),
+        Now::from_secs(NOW),
+    );
     let (tx, rx) = futures::channel::mpsc::unbounded::<Result<bytes::Bytes, std::io::Error>>();
     let mut conn = Connection::established(
         LengthChecked::new(rx, futures::sink::drain()),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bijou_codec::ReadError;
 use bijou_net::ephemeral::{EphemeralConfig, EphemeralRejected};
-use bijou_net::handshake::{Clock, HandshakeConfig, Responder};
+use bijou_net::handshake::{Clock, ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{
     Audience, EphemeralPayload, MessageError, SignedEphemeral, Topic, Topics,
 };
@@ -38,8 +38,8 @@ fn fixed_clock_config() -> EphemeralConfig {
 
 /// Both sides read a clock fixed at `NOW` (wall time; monotonic time is
 /// the system's).
-fn handshake_config() -> HandshakeConfig {
-    let mut config = HandshakeConfig::default();
+fn handshake_config() -> ConnectConfig {
+    let mut config = ConnectConfig::default();
     config.clock = Clock::fixed(NOW);
     config
 }
@@ -48,13 +48,18 @@ fn handshake_config() -> HandshakeConfig {
 /// `NOW`.
 async fn pair() -> (Conn, Conn) {
     let (x, y) = tokio::io::duplex(1 << 20);
-    let responder = Responder::new(handshake_config());
+    let responder = Responder::new(HandshakeConfig::default());
     let b_key = key(0xB0);
     let b_id = b_key.peer_id();
     let server = tokio::spawn(async move {
-        Connection::accept(FramedTransport::new(y, Bijou64), &b_key, &responder)
-            .await
-            .expect("accept")
+        Connection::accept(
+            FramedTransport::new(y, Bijou64),
+            &b_key,
+            &responder,
+            &handshake_config(),
+        )
+        .await
+        .expect("accept")
     });
     let a: Conn = Connection::connect(
         FramedTransport::new(x, Bijou64),
@@ -349,7 +354,7 @@ fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
         [3; 16],
     )
     .expect("challenge");
-    let answer = Responder::new(handshake_config()).answer(
+    let answer = Responder::new(HandshakeConfig::default()).answer(
         &bob,
         initiator.challenge().clone(),
         Now::from_secs(NOW),

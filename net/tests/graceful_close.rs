@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{Audience, DataRequestRejected, SedimentreeId, SyncMessage};
 use bijou_net::transport::{websocket, FramedTransport, Transport};
 use bijou_net::{prefix::Bijou64, Connection};
@@ -44,7 +44,7 @@ async fn serve<T: Transport>(conn: Result<Connection<T>, bijou_net::ConnectError
 
 async fn client<T: Transport>(transport: T, server: &SigningKey) -> bijou_net::Shutdown {
     let key = SigningKey::from_bytes(&[1; 32]);
-    let config = HandshakeConfig::default();
+    let config = ConnectConfig::default();
     let mut conn = Connection::connect(transport, &key, Audience::Known(server.peer_id()), &config)
         .await
         .expect("handshake");
@@ -65,7 +65,16 @@ async fn websocket_shutdown_runs_the_close_handshake() {
     let server = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.expect("accept");
         let ws = websocket::accept(tcp).await.expect("upgrade");
-        serve(Connection::accept(ws, &key, &Responder::new(HandshakeConfig::default())).await).await
+        serve(
+            Connection::accept(
+                ws,
+                &key,
+                &Responder::new(HandshakeConfig::default()),
+                &ConnectConfig::default(),
+            )
+            .await,
+        )
+        .await
     });
     let ws = websocket::connect(&format!("ws://{addr}/"))
         .await
@@ -92,8 +101,16 @@ async fn framed_shutdown_waits_for_the_peers_end_of_stream() {
     let server = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.expect("accept");
         let framed = FramedTransport::new(tcp, Bijou64);
-        serve(Connection::accept(framed, &key, &Responder::new(HandshakeConfig::default())).await)
-            .await
+        serve(
+            Connection::accept(
+                framed,
+                &key,
+                &Responder::new(HandshakeConfig::default()),
+                &ConnectConfig::default(),
+            )
+            .await,
+        )
+        .await
     });
     let tcp = TcpStream::connect(addr).await.expect("connect");
     let closed = timeout(
@@ -121,9 +138,14 @@ async fn a_peer_that_never_closes_costs_only_the_grace_period() {
     let server = tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.expect("accept");
         let framed = FramedTransport::new(tcp, Bijou64);
-        let conn = Connection::accept(framed, &key, &Responder::new(HandshakeConfig::default()))
-            .await
-            .expect("handshake");
+        let conn = Connection::accept(
+            framed,
+            &key,
+            &Responder::new(HandshakeConfig::default()),
+            &ConnectConfig::default(),
+        )
+        .await
+        .expect("handshake");
         // Holds the connection open without reading.
         tokio::time::sleep(Duration::from_secs(3)).await;
         drop(conn);
@@ -134,7 +156,7 @@ async fn a_peer_that_never_closes_costs_only_the_grace_period() {
         FramedTransport::new(tcp, Bijou64),
         &key,
         Audience::Known(server_key.peer_id()),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("handshake");

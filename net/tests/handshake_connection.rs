@@ -14,7 +14,7 @@ use std::time::Duration;
 use bijou_codec::Wire;
 use bijou_net::connection::Rejected;
 use bijou_net::handshake::{
-    Clock, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
+    Clock, ConnectConfig, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
 };
 use bijou_net::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
@@ -33,8 +33,8 @@ use tokio_util::codec::Framed;
 const LIMIT: Duration = Duration::from_secs(10);
 const NOW: u64 = 1_800_000_000;
 
-fn config() -> HandshakeConfig {
-    let mut c = HandshakeConfig::default();
+fn config() -> ConnectConfig {
+    let mut c = ConnectConfig::default();
     c.clock = Clock::fixed(NOW);
     c.timeout = Duration::from_secs(5);
     c
@@ -69,9 +69,15 @@ fn challenge_bytes(signer: &SigningKey, audience: Audience, ts: u64, nonce: [u8;
 async fn honest_handshake_authenticates_both_sides_and_raises_the_limit() {
     timeout(LIMIT, async {
         let (a, b) = tokio::io::duplex(4096);
-        let responder = Responder::new(config());
+        let responder = Responder::new(HandshakeConfig::default());
         let server = tokio::spawn(async move {
-            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+            Connection::accept(
+                FramedTransport::new(b, Bijou64),
+                &key(2),
+                &responder,
+                &config(),
+            )
+            .await
         });
         let client = Connection::connect(
             FramedTransport::new(a, Bijou64),
@@ -106,9 +112,15 @@ async fn honest_handshake_authenticates_both_sides_and_raises_the_limit() {
 async fn wrong_audience_is_refused_and_the_initiator_learns_why() {
     timeout(LIMIT, async {
         let (a, b) = tokio::io::duplex(4096);
-        let responder = Responder::new(config());
+        let responder = Responder::new(HandshakeConfig::default());
         let server = tokio::spawn(async move {
-            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+            Connection::accept(
+                FramedTransport::new(b, Bijou64),
+                &key(2),
+                &responder,
+                &config(),
+            )
+            .await
         });
         // Addressed to key 3, delivered to key 2.
         let client = Connection::connect(
@@ -168,9 +180,15 @@ async fn oversize_frame_before_the_handshake_is_a_framing_error() {
     timeout(LIMIT, async {
         // Toward the responder: a 300-byte frame instead of a challenge.
         let (a, b) = tokio::io::duplex(4096);
-        let responder = Responder::new(config());
+        let responder = Responder::new(HandshakeConfig::default());
         let server = tokio::spawn(async move {
-            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+            Connection::accept(
+                FramedTransport::new(b, Bijou64),
+                &key(2),
+                &responder,
+                &config(),
+            )
+            .await
         });
         let mut client = raw(a);
         client
@@ -216,7 +234,8 @@ async fn silent_peer_times_out_and_early_close_is_reported() {
         let result = Connection::accept(
             FramedTransport::new(b, Bijou64),
             &key(2),
-            &Responder::new(config()),
+            &Responder::new(HandshakeConfig::default()),
+            &config(),
         )
         .await;
         assert!(matches!(
@@ -246,9 +265,15 @@ fn commit_message(signer: &SigningKey, blob: &[u8], n: u8) -> SyncMessage {
 async fn bad_items_are_reported_and_the_connection_stays_up() {
     timeout(LIMIT, async {
         let (a, b) = tokio::io::duplex(1 << 20);
-        let responder = Responder::new(config());
+        let responder = Responder::new(HandshakeConfig::default());
         let server = tokio::spawn(async move {
-            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+            Connection::accept(
+                FramedTransport::new(b, Bijou64),
+                &key(2),
+                &responder,
+                &config(),
+            )
+            .await
         });
         let mut client = Connection::connect(
             FramedTransport::new(a, Bijou64),
@@ -354,9 +379,15 @@ async fn framing_error_after_the_handshake_closes_the_connection() {
         // Below the framing layer: a hand-framed challenge (bijou64 prefix
         // 158 = 0x9E), then a bijou64 length prefix that overflows u64.
         let (mut client, b) = tokio::io::duplex(4096);
-        let responder = Responder::new(config());
+        let responder = Responder::new(HandshakeConfig::default());
         let server = tokio::spawn(async move {
-            Connection::accept(FramedTransport::new(b, Bijou64), &key(2), &responder).await
+            Connection::accept(
+                FramedTransport::new(b, Bijou64),
+                &key(2),
+                &responder,
+                &config(),
+            )
+            .await
         });
         let hello = challenge_bytes(&key(1), Audience::Known(key(2).peer_id()), NOW, [3; 16]);
         let mut wire = vec![u8::try_from(hello.len()).expect("small")];

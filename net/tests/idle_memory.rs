@@ -11,7 +11,7 @@
 use std::alloc::System;
 use std::time::Duration;
 
-use bijou_net::handshake::{Clock, HandshakeConfig, Responder};
+use bijou_net::handshake::{Clock, ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{
     Audience, BlobMessage, CommitId, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage,
@@ -30,8 +30,8 @@ const CONNECTIONS: usize = 5_000;
 const BOUND_PER_CONNECTION: usize = 8 * 1024;
 const NOW: u64 = 1_800_000_000;
 
-fn config() -> HandshakeConfig {
-    let mut c = HandshakeConfig::default();
+fn config() -> ConnectConfig {
+    let mut c = ConnectConfig::default();
     c.clock = Clock::fixed(NOW);
     c.timeout = Duration::from_secs(60);
     c
@@ -45,7 +45,7 @@ async fn an_idle_authenticated_connection_keeps_at_most_8_kib() {
 
     let server_key = SigningKey::from_bytes(&[2; 32]);
     let server_id = server_key.peer_id();
-    let responder = Responder::new(config());
+    let responder = Responder::new(HandshakeConfig::default());
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let client_key = SigningKey::from_bytes(&[1; 32]);
@@ -76,7 +76,8 @@ async fn an_idle_authenticated_connection_keeps_at_most_8_kib() {
             Connection::accept(
                 FramedTransport::new(server_io, Bijou64),
                 &server_key,
-                &responder
+                &responder,
+                &client_config
             ),
             Connection::connect(
                 FramedTransport::new(client_io, Bijou64),

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bijou_net::ephemeral::EphemeralRejected;
-use bijou_net::handshake::HandshakeConfig;
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig};
 use bijou_net::message::{Audience, Topic, Topics};
 use bijou_net::transport::{websocket, Transport};
 use bijou_net::{Connection, Delivered, Received, Rejected};
@@ -302,7 +302,7 @@ async fn our_client(node: &RunningNode, me: &SigningKey) -> Connection<impl Tran
         transport,
         me,
         Audience::Known(node.id),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("handshake with their node")
@@ -593,9 +593,14 @@ async fn direct_pair(me: &SigningKey) -> (Connection<impl Transport>, Connection
         let (stream, _) = listener.accept().await.expect("accept");
         let transport = websocket::accept(stream).await.expect("upgrade");
         let responder = bijou_net::Responder::new(HandshakeConfig::default());
-        Connection::accept(transport, &server_key, &responder)
-            .await
-            .expect("accept")
+        Connection::accept(
+            transport,
+            &server_key,
+            &responder,
+            &ConnectConfig::default(),
+        )
+        .await
+        .expect("accept")
     });
     let transport = websocket::connect(&format!("ws://{addr}/"))
         .await
@@ -604,7 +609,7 @@ async fn direct_pair(me: &SigningKey) -> (Connection<impl Transport>, Connection
         transport,
         me,
         Audience::Known(server_id),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("connect");

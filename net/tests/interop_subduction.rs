@@ -13,7 +13,9 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bijou_net::handshake::{Clock, HandshakeConfig, HandshakeError, Initiator, Responder};
+use bijou_net::handshake::{
+    Clock, ConnectConfig, HandshakeConfig, HandshakeError, Initiator, Responder,
+};
 use bijou_net::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, Fragment, HandshakeMessage,
     LooseCommit, Message, RejectionReason, RemoteHeads, SedimentreeId, SignedItem, SyncMessage,
@@ -54,8 +56,8 @@ fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32])
 }
 
-fn config() -> HandshakeConfig {
-    HandshakeConfig::default()
+fn config() -> ConnectConfig {
+    ConnectConfig::default()
 }
 
 fn now() -> u64 {
@@ -97,7 +99,7 @@ async fn connect(
     addr: SocketAddr,
     me: &SigningKey,
     audience: Audience,
-    config: &HandshakeConfig,
+    config: &ConnectConfig,
 ) -> Result<Connection<impl Transport>, ConnectError> {
     let transport = websocket::connect(&format!("ws://{addr}/"))
         .await
@@ -335,6 +337,7 @@ async fn their_heads_update_with_several_heads_in_their_order_is_accepted() {
 /// reports each outcome (and, for accepted peers, the first message).
 async fn start_our_server(
     responder: Responder,
+    config: ConnectConfig,
 ) -> (
     SocketAddr,
     PeerId,
@@ -347,13 +350,17 @@ async fn start_our_server(
     let (events, outcomes) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let (server_key, responder, events) =
-                (server_key.clone(), responder.clone(), events.clone());
+            let (server_key, responder, events, config) = (
+                server_key.clone(),
+                responder.clone(),
+                events.clone(),
+                config.clone(),
+            );
             tokio::spawn(async move {
                 let Ok(transport) = websocket::accept(stream).await else {
                     return;
                 };
-                match Connection::accept(transport, &server_key, &responder).await {
+                match Connection::accept(transport, &server_key, &responder, &config).await {
                     Err(e) => {
                         let _ = events.send(Err(e));
                     }
@@ -376,8 +383,9 @@ fn their_uri(addr: SocketAddr) -> async_tungstenite::tungstenite::http::Uri {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn their_client_handshakes_with_our_server_and_its_commit_arrives_verified() {
     timeout(LIMIT, async {
-        let responder = Responder::new(config()).with_service_name(SERVICE.as_bytes());
-        let (addr, server_id, mut outcomes) = start_our_server(responder).await;
+        let responder =
+            Responder::new(HandshakeConfig::default()).with_service_name(SERVICE.as_bytes());
+        let (addr, server_id, mut outcomes) = start_our_server(responder, config()).await;
         let signer = MemorySigner::from_bytes(&[0x33; 32]);
         let their_me = their_peer_id(&key(0x33));
 
@@ -558,8 +566,9 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
         };
 
         // Wrong audience: their client addresses someone else.
-        let responder = Responder::new(config()).with_service_name(SERVICE.as_bytes());
-        let (addr, _, mut outcomes) = start_our_server(responder).await;
+        let responder =
+            Responder::new(HandshakeConfig::default()).with_service_name(SERVICE.as_bytes());
+        let (addr, _, mut outcomes) = start_our_server(responder, config()).await;
         let other = subduction_core::handshake::audience::Audience::known(their_peer_id(&key(78)));
         let Err(err) =
             TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), other).await
@@ -575,7 +584,8 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
         // Clock drift: our responder's clock an hour ahead of theirs.
         let mut ahead = config();
         ahead.clock = Clock::fixed(now() + 3600);
-        let (addr, _, mut outcomes) = start_our_server(Responder::new(ahead)).await;
+        let responder = Responder::new(HandshakeConfig::default());
+        let (addr, _, mut outcomes) = start_our_server(responder, ahead).await;
         let Err(err) =
             TokioWebSocketClient::new(their_uri(addr), their_signer.clone(), their_known).await
         else {
@@ -589,7 +599,8 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
 
         // Replay and bad signature: challenges built by their code, sent
         // as raw WebSocket messages.
-        let (addr, _, mut outcomes) = start_our_server(Responder::new(config())).await;
+        let responder = Responder::new(HandshakeConfig::default());
+        let (addr, _, mut outcomes) = start_our_server(responder, config()).await;
         let signed = their_handshake::create_challenge::<Sendable, _>(
             &their_signer,
             their_known,

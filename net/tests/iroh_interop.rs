@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
@@ -102,7 +102,7 @@ async fn connect(
     audience: Audience,
 ) -> Connection<IrohTransport> {
     let transport = quic::connect(ep, server).await.expect("QUIC connect");
-    Connection::connect(transport, me, audience, &HandshakeConfig::default())
+    Connection::connect(transport, me, audience, &ConnectConfig::default())
         .await
         .expect("handshake with their server")
 }
@@ -275,7 +275,13 @@ async fn their_iroh_client_talks_to_our_server_both_ways() {
                     Ok(t) => t,
                     Err(_) => break,
                 };
-                let conn = Connection::accept(transport, &server_key, &responder).await;
+                let conn = Connection::accept(
+                    transport,
+                    &server_key,
+                    &responder,
+                    &ConnectConfig::default(),
+                )
+                .await;
                 let _ = events.send(conn);
             }
         });

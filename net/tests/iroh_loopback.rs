@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{HandshakeConfig, HandshakeError, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, HandshakeError, Responder};
 use bijou_net::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, FingerprintSeed,
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
@@ -46,7 +46,7 @@ fn serve_one(server_ep: &Endpoint) -> tokio::task::JoinHandle<Conn> {
     tokio::spawn(async move {
         let transport = accepting.await.expect("accept task");
         let responder = Responder::new(HandshakeConfig::default());
-        Connection::accept(transport, &key(0x5E), &responder)
+        Connection::accept(transport, &key(0x5E), &responder, &ConnectConfig::default())
             .await
             .expect("server handshake")
     })
@@ -61,7 +61,7 @@ async fn connect_as(client_ep: &Endpoint, server_ep: &Endpoint, me: SigningKey) 
         transport,
         &me,
         Audience::Known(key(0x5E).peer_id()),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("client handshake")
@@ -316,7 +316,7 @@ async fn a_lying_length_before_the_handshake_is_refused_from_its_four_bytes() {
         peer.write(&257u32.to_be_bytes()).await;
         let transport = accepting.await.expect("accept task");
         let responder = Responder::new(HandshakeConfig::default());
-        match Connection::accept(transport, &key(1), &responder).await {
+        match Connection::accept(transport, &key(1), &responder, &ConnectConfig::default()).await {
             Err(ConnectError::Handshake(HandshakeError::TooLarge { len: 257, max: 256 })) => {}
             other => panic!(
                 "expected the handshake's TooLarge, got {:?}",

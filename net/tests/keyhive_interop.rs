@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bijou_net::handshake::HandshakeConfig;
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::keyhive::{
     check_tree_id, Access, DocumentKey, Grantee, KeyhiveError, Outcome, RootDelegation,
 };
@@ -396,7 +396,7 @@ async fn connect(node: &Node, me: &SigningKey) -> Client {
         transport,
         me,
         Audience::Known(node.id),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("handshake")

@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use bijou_net::handshake::HandshakeConfig;
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::keyhive::{Access, DocumentKey, Grantee};
 use bijou_net::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
@@ -38,7 +38,7 @@ async fn connect(url: &str, service: &str, me: &SigningKey) -> Connection<impl T
         transport,
         me,
         Audience::discover(service.as_bytes()),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("handshake")

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{
     Audience, CommitId, DataRequestRejected, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage,
 };
@@ -33,13 +33,19 @@ async fn pair() -> (Conn, Conn) {
     let (a, b) = tokio::io::duplex(1 << 20);
     let responder = Responder::new(HandshakeConfig::default());
     let server = tokio::spawn(async move {
-        Connection::accept(FramedTransport::new(b, Bijou64), &server_key, &responder).await
+        Connection::accept(
+            FramedTransport::new(b, Bijou64),
+            &server_key,
+            &responder,
+            &ConnectConfig::default(),
+        )
+        .await
     });
     let client = Connection::connect(
         FramedTransport::new(a, Bijou64),
         &client_key,
         Audience::Known(keys().1.peer_id()),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("handshake");

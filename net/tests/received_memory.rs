@@ -21,7 +21,7 @@
 
 use bijou_codec::{DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
 use bijou_framing::frame_codec::RESERVE_STEP;
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{Audience, MessageError};
 use bijou_net::transport::websocket::{self, WebSocketTransport};
 use bijou_net::transport::ws_frame::{encode_header, FrameDecoder, OpCode, Role};
@@ -55,8 +55,8 @@ fn client_key() -> SigningKey {
     SigningKey::from_bytes(&[1; 32])
 }
 
-fn config() -> HandshakeConfig {
-    let mut c = HandshakeConfig::default();
+fn config() -> ConnectConfig {
+    let mut c = ConnectConfig::default();
     c.clock = TokioClock::fixed(NOW);
     c
 }
@@ -86,9 +86,10 @@ async fn handshake<T: Transport + Send + 'static>(
 ) -> (Connection<T>, Connection<T>) {
     let server_key = SigningKey::from_bytes(&[2; 32]);
     let server_id = server_key.peer_id();
-    let responder = Responder::new(config());
-    let accepted =
-        tokio::spawn(async move { Connection::accept(server, &server_key, &responder).await });
+    let responder = Responder::new(HandshakeConfig::default());
+    let accepted = tokio::spawn(async move {
+        Connection::accept(server, &server_key, &responder, &config()).await
+    });
     let client = Connection::connect(client, &client_key(), Audience::Known(server_id), &config())
         .await
         .expect("handshake");

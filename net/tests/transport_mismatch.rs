@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::Audience;
 use bijou_net::prefix::PrefixKind;
 use bijou_net::transport::peer_framing::PeerFraming;
@@ -27,7 +27,13 @@ async fn a_websocket_client_at_a_framed_server_is_told_so() {
         let (tcp, _) = listener.accept().await.expect("accept");
         let key = SigningKey::from_bytes(&[2; 32]);
         let responder = Responder::new(HandshakeConfig::default());
-        Connection::accept(FramedTransport::new(tcp, Bijou64), &key, &responder).await
+        Connection::accept(
+            FramedTransport::new(tcp, Bijou64),
+            &key,
+            &responder,
+            &ConnectConfig::default(),
+        )
+        .await
     });
     let err = timeout(LIMIT, websocket::connect(&format!("ws://{addr}/")))
         .await
@@ -68,7 +74,7 @@ async fn a_framed_client_at_a_websocket_server_is_told_so() {
             FramedTransport::new(tcp, Bijou64),
             &SigningKey::from_bytes(&[1; 32]),
             Audience::Known(server_id),
-            &HandshakeConfig::default(),
+            &ConnectConfig::default(),
         ),
     )
     .await
@@ -110,7 +116,7 @@ async fn framed_connect(addr: std::net::SocketAddr) -> ConnectError {
             FramedTransport::new(tcp, Bijou64),
             &SigningKey::from_bytes(&[1; 32]),
             Audience::Known(SigningKey::from_bytes(&[2; 32]).peer_id()),
-            &HandshakeConfig::default(),
+            &ConnectConfig::default(),
         ),
     )
     .await
@@ -184,7 +190,13 @@ async fn a_server_names_the_prefix_a_client_frames_with() {
         let (tcp, _) = listener.accept().await.expect("accept");
         let key = SigningKey::from_bytes(&[2; 32]);
         let responder = Responder::new(HandshakeConfig::default());
-        Connection::accept(FramedTransport::new(tcp, U32Be), &key, &responder).await
+        Connection::accept(
+            FramedTransport::new(tcp, U32Be),
+            &key,
+            &responder,
+            &ConnectConfig::default(),
+        )
+        .await
     });
     let client = framed_connect(addr).await;
     assert!(client.to_string().contains("length prefix"), "{client}");

@@ -19,7 +19,7 @@
 use std::alloc::System;
 use std::time::Duration;
 
-use bijou_net::handshake::{Clock, HandshakeConfig, Responder};
+use bijou_net::handshake::{Clock, ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::{
     Audience, BlobMessage, CommitId, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage,
@@ -41,8 +41,8 @@ const BOUND_OVER_FRAMED: usize = 2 * 1024;
 const BOUND_LEFT_BY_TRAFFIC: usize = 64;
 const NOW: u64 = 1_800_000_000;
 
-fn config() -> HandshakeConfig {
-    let mut c = HandshakeConfig::default();
+fn config() -> ConnectConfig {
+    let mut c = ConnectConfig::default();
     c.clock = Clock::fixed(NOW);
     c.timeout = Duration::from_secs(60);
     c
@@ -78,7 +78,7 @@ macro_rules! measure {
     ($upgrade:expr, $buffered:expr) => {{
         let server_key = SigningKey::from_bytes(&[2; 32]);
         let server_id = server_key.peer_id();
-        let responder = Responder::new(config());
+        let responder = Responder::new(HandshakeConfig::default());
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let client_key = SigningKey::from_bytes(&[1; 32]);
@@ -95,7 +95,7 @@ macro_rules! measure {
             );
             let (server_t, client_t) = $upgrade(server_io, client_io, addr).await;
             let (server, client) = tokio::join!(
-                Connection::accept(server_t, &server_key, &responder),
+                Connection::accept(server_t, &server_key, &responder, &client_config),
                 Connection::connect(
                     client_t,
                     &client_key,

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use bijou_codec::Wire;
 use bijou_net::connection::{RejectedItem, VerifiedMessage};
 use bijou_net::handshake::{
-    Clock, HandshakeConfig, HandshakeError, Initiator, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
+    Clock, ConnectConfig, HandshakeConfig, HandshakeError, Initiator, Responder,
+    HANDSHAKE_MAX_MESSAGE_LENGTH,
 };
 use bijou_net::message::{
     Audience, BatchSyncResponse, BlobMessage, Challenge, CommitId, Fragment, HandshakeMessage,
@@ -57,21 +58,21 @@ fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32])
 }
 
-fn config() -> HandshakeConfig {
-    let mut c = HandshakeConfig::default();
+fn config() -> ConnectConfig {
+    let mut c = ConnectConfig::default();
     c.clock = Clock::fixed(NOW);
     c.timeout = Duration::from_secs(5);
     c
 }
 
-fn short_timeout() -> HandshakeConfig {
+fn short_timeout() -> ConnectConfig {
     let mut c = config();
     c.timeout = Duration::from_millis(300);
     c
 }
 
 fn responder() -> Responder {
-    Responder::new(config()).with_service_name(SERVICE)
+    Responder::new(HandshakeConfig::default()).with_service_name(SERVICE)
 }
 
 async fn bounded<F: Future>(f: F) -> F::Output {
@@ -91,10 +92,18 @@ fn url(addr: SocketAddr) -> String {
 /// Our server: one TCP connection, the WebSocket upgrade, then
 /// `Connection::accept`.
 fn serve(listener: TcpListener, responder: Responder) -> JoinHandle<Result<Conn, ConnectError>> {
+    serve_with(listener, responder, config())
+}
+
+fn serve_with(
+    listener: TcpListener,
+    responder: Responder,
+    config: ConnectConfig,
+) -> JoinHandle<Result<Conn, ConnectError>> {
     tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.expect("tcp accept");
         let ws = websocket::accept(tcp).await.expect("websocket upgrade");
-        Connection::accept(ws, &key(SERVER), &responder).await
+        Connection::accept(ws, &key(SERVER), &responder, &config).await
     })
 }
 
@@ -589,10 +598,7 @@ async fn close_before_the_response_at_the_initiator() {
 async fn silent_initiator_times_out_at_the_responder() {
     bounded(async {
         let (listener, addr) = bind().await;
-        let server = serve(
-            listener,
-            Responder::new(short_timeout()).with_service_name(SERVICE),
-        );
+        let server = serve_with(listener, responder(), short_timeout());
         let raw = raw_client(addr).await;
         let started = Instant::now();
         let result = server.await.expect("join");

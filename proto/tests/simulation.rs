@@ -41,7 +41,7 @@ use bijou_proto::message::{
 };
 use bijou_proto::rng::SeededRng;
 use bijou_proto::session::{Delivered, Operation, Outcome, Rejected, Session, SessionConfig, Work};
-use bijou_proto::time::{Clock, Now, Timestamp};
+use bijou_proto::time::{Now, Timestamp};
 use bijou_proto::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;
@@ -151,7 +151,7 @@ fn handshake(sim: &mut Sim) -> (Side, Side) {
         sim.rng.bytes(),
     )
     .expect("challenge");
-    let config = HandshakeConfig::new(Clock::fixed(T0));
+    let config = HandshakeConfig::default();
     let cache = NonceCache::keyed(config.max_drift, 1_024, sim.rng.bytes());
     let answer = Responder::with_nonce_cache(config, Arc::new(cache)).answer(
         &b_key,

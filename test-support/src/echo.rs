@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bijou_net::connection::Rejected;
-use bijou_net::handshake::{HandshakeConfig, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_net::message::Audience;
 use bijou_net::transport::FramedTransport;
 use bijou_net::{prefix::Bijou64, ConnectError, Connection};
@@ -61,6 +61,7 @@ pub async fn start_server(key: SigningKey) -> EchoServer {
                     FramedTransport::new(stream, Bijou64),
                     &*key,
                     &responder,
+                    &ConnectConfig::default(),
                 )
                 .await
                 {
@@ -104,7 +105,7 @@ pub async fn connect(
         FramedTransport::new(stream, Bijou64),
         key,
         Audience::Known(server),
-        &HandshakeConfig::default(),
+        &ConnectConfig::default(),
     )
     .await
     .expect("handshake")

@@ -79,7 +79,7 @@
 //! stream per connection.
 //!
 //! ```
-//! use bijou_net::handshake::HandshakeConfig;
+//! use bijou_net::handshake::{ConnectConfig, HandshakeConfig};
 //! use bijou_net::message::Audience;
 //! use bijou_net::transport::iroh::{self, NodeAddr};
 //! use bijou_net::{Connection, Responder};
@@ -98,7 +98,7 @@
 //! let server = tokio::spawn(async move {
 //!     let transport = iroh::accept(&server_endpoint).await?;
 //!     let responder = Responder::new(HandshakeConfig::default());
-//!     let mut conn = Connection::accept(transport, &server_key, &responder).await?;
+//!     let mut conn = Connection::accept(transport, &server_key, &responder, &ConnectConfig::default()).await?;
 //!     let first = conn.recv().await?.map(|received| received.bytes);
 //!     conn.close().await?;
 //!     Ok::<_, Box<dyn std::error::Error + Send + Sync>>((first, server_endpoint))
@@ -107,7 +107,7 @@
 //! let me = SigningKey::from_bytes(&[1; 32]);
 //! let transport = iroh::connect(&client_endpoint, &addr).await?;
 //! let mut conn =
-//!     Connection::connect(transport, &me, Audience::Known(server_id), &HandshakeConfig::default())
+//!     Connection::connect(transport, &me, Audience::Known(server_id), &ConnectConfig::default())
 //!         .await?;
 //! assert_eq!(conn.remote_peer(), server_id); // the Subduction peer id, not the node id
 //! conn.close().await?;

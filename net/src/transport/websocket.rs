@@ -70,7 +70,7 @@
 //! it announces. An idle connection holds no heap buffer at all.
 //!
 //! ```no_run
-//! use bijou_frame::proto::handshake::HandshakeConfig;
+//! use bijou_frame::net::handshake::ConnectConfig;
 //! use bijou_frame::proto::message::Audience;
 //! use bijou_frame::net::{transport::websocket, Connection};
 //! use bijou_frame::signing::ed25519_dalek::SigningKey;
@@ -80,7 +80,7 @@
 //! let me = SigningKey::from_bytes(&[1; 32]);
 //! let transport = websocket::connect("ws://127.0.0.1:8080").await?;
 //! let service = Audience::discover(b"subduction");
-//! let conn = Connection::connect(transport, &me, service, &HandshakeConfig::default()).await?;
+//! let conn = Connection::connect(transport, &me, service, &ConnectConfig::default()).await?;
 //! println!("connected to {}", conn.remote_peer());
 //! # Ok(())
 //! # }

@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bijou_net::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Initiator, Responder};
 use bijou_net::message::Audience;
 use bijou_net::transport::iroh::{self as quic, IrohTransport, NodeAddr};
 use bijou_net::Connection;
@@ -86,7 +86,7 @@ impl RawPeer {
         let transport = accepting.await.expect("accept task");
         let responder = Responder::new(HandshakeConfig::default());
         let (ours, reply) = tokio::join!(
-            Connection::accept(transport, server_key, &responder),
+            Connection::accept(transport, server_key, &responder, &ConnectConfig::default()),
             peer.read_framed()
         );
         let ours = ours.expect("our server accepts the raw peer");

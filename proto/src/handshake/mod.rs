@@ -40,7 +40,7 @@
 //! transport: the drivers lower the transport's limit, and the state
 //! machines check it again. An unauthenticated peer cannot make us buffer
 //! megabytes. Afterwards the configured maximum applies. The drivers bound
-//! the whole exchange by [`HandshakeConfig::timeout`].
+//! the whole exchange by their own timeout (`bijou-net`'s `ConnectConfig`).
 //!
 //! Replay protection: the responder remembers every accepted
 //! `(issuer, nonce)` in a [`NonceCache`] shared by all its connections, until
@@ -101,10 +101,9 @@ pub const HANDSHAKE_MAX_MESSAGE_LENGTH: usize = 256;
 /// Default maximum clock difference between the peers: 600 s.
 pub const DEFAULT_MAX_DRIFT: Duration = Duration::from_secs(600);
 
-/// Default bound on the whole handshake: 10 s.
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Settings shared by both sides of the handshake.
+/// The handshake's protocol settings: what the state machines check. The
+/// shell's (the handshake's timeout, the clock, the message length after
+/// it) are `bijou-net`'s `ConnectConfig`.
 ///
 /// ```
 /// use bijou_frame::proto::handshake::HandshakeConfig;
@@ -112,47 +111,20 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// let mut config = HandshakeConfig::default();
 /// config.max_drift = Duration::from_secs(30);
-/// config.max_message_length = 1 << 20;
-/// assert_eq!(config.timeout, Duration::from_secs(10));
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HandshakeConfig {
     /// Largest accepted difference between a challenge's timestamp and the
     /// responder's clock ([`DEFAULT_MAX_DRIFT`]).
     pub max_drift: Duration,
-    /// Maximum message length after the handshake
-    /// ([`DEFAULT_MAX_MESSAGE_LENGTH`], 50 MiB, as in Subduction).
-    pub max_message_length: usize,
-    /// Bound on the whole handshake ([`DEFAULT_HANDSHAKE_TIMEOUT`]).
-    pub timeout: Duration,
-    /// The time source ([`Clock::system`]) of whatever drives the handshake
-    /// and the connection after it: challenge stamps, the drift check,
-    /// ephemeral ages and the verification budget. The state machines
-    /// themselves never read it (they take the time as an argument); give
-    /// each responder or connection its own in tests.
-    pub clock: Clock,
 }
 
-impl HandshakeConfig {
-    /// The default settings, reading `clock` (without std there is no
-    /// system clock to default to).
-    #[must_use]
-    pub fn new(clock: Clock) -> Self {
+impl Default for HandshakeConfig {
+    fn default() -> Self {
         Self {
             max_drift: DEFAULT_MAX_DRIFT,
-            max_message_length: DEFAULT_MAX_MESSAGE_LENGTH,
-            timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            clock,
         }
-    }
-}
-
-#[cfg(feature = "std")]
-impl Default for HandshakeConfig {
-    /// The default settings on the system clock.
-    fn default() -> Self {
-        Self::new(Clock::system())
     }
 }
 
