@@ -107,15 +107,15 @@ impl Bucket {
         (self.tokens, self.refilled)
     }
 
-    /// A bucket in the state [`Bucket::state`] gave (tokens clamped to the
-    /// burst).
+    /// A bucket in the state [`Bucket::state`] gave (tokens at most the
+    /// burst; below zero is a debt, from a step larger than the burst).
     pub(crate) fn from_state(
         budget: VerifyBudget,
         tokens: f64,
         refilled: Option<Timestamp>,
     ) -> Self {
         let mut this = Self::new(budget);
-        this.tokens = tokens.clamp(0.0, this.tokens);
+        this.tokens = tokens.min(this.tokens);
         this.refilled = refilled;
         this
     }
@@ -179,7 +179,10 @@ impl Bucket {
         let need = n.min(f64::from(self.budget.burst));
         if self.tokens + 1e-9 < need {
             let missing = need - self.tokens;
-            let wait = Duration::from_secs_f64(missing / f64::from(self.budget.per_second));
+            // (Never out of range for a bucket made here; a restored
+            // one is checked too, and a wait too long to say is forever.)
+            let wait = Duration::try_from_secs_f64(missing / f64::from(self.budget.per_second))
+                .unwrap_or(Duration::MAX);
             return Err(self.refilled.unwrap_or(now).saturating_add(wait));
         }
         self.tokens -= n;

@@ -450,3 +450,45 @@ fn snapshot_and_restore_time() {
     );
     let _ = Duration::ZERO;
 }
+
+#[test]
+fn a_budget_in_debt_is_kept_as_it_is() {
+    // A step larger than the burst spends past zero: the debt is part of
+    // the state, and a restore keeps it.
+    let (mut alice, _) = pair();
+    alice.set_verify_budget(VerifyBudget::new(10, 4));
+    alice.set_verify_step(8);
+    let (_, bob_key) = keys();
+    let tree = SedimentreeId::new([9; 32]);
+    let items = (0..8u8)
+        .map(|i| {
+            let Ok(SyncMessage::LooseCommit(m)) = SyncMessage::loose_commit(
+                &bob_key,
+                tree,
+                CommitId::new([i; 32]),
+                [],
+                Blob::new(vec![i]),
+            ) else {
+                panic!("a commit")
+            };
+            m.item
+        })
+        .collect();
+    let response = SyncMessage::BatchSyncResponse(bijou_proto::message::BatchSyncResponse {
+        requestor: alice.local_peer(),
+        nonce: 1,
+        id: tree,
+        result: bijou_proto::message::SyncResult::Ok(bijou_proto::message::SyncDiff::new(
+            items,
+            Vec::new(),
+            [],
+            [],
+        )),
+        responder_heads: RemoteHeads::default(),
+    });
+    let received = receive(&mut alice, response.encode().unwrap(), at(1)).unwrap();
+    assert_eq!(received.result.unwrap().into_sync().unwrap().items.len(), 8);
+    let bytes = alice.snapshot(at(1)).unwrap();
+    let restored = Session::restore(&bytes, at(1), [9; 32]).expect("a debt restores");
+    assert_eq!(restored.snapshot(at(1)).unwrap(), bytes, "the same debt");
+}

@@ -254,8 +254,9 @@ impl Session {
         let per_second = u32_field(&mut r, "budget per second")?;
         let burst = u32_field(&mut r, "budget burst")?;
         let tokens = f64::from_bits(r.u64("budget tokens")?);
-        if !tokens.is_finite() || tokens < 0.0 {
-            return Err(invalid("budget tokens", "is not a count"));
+        // A debt (below zero) is at most one step's items past the burst.
+        if !tokens.is_finite() || tokens < -f64::from(u32::MAX) {
+            return Err(invalid("budget tokens", "is not a count of verifications"));
         }
         let counted = read_age(&mut r, now)?;
         let budget = Bucket::from_state(VerifyBudget::new(per_second, burst), tokens, counted);
