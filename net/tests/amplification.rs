@@ -11,11 +11,9 @@ use bijou_net::message::{
     SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
 use bijou_net::time::Now;
-use bijou_net::transport::FramedTransport;
-use bijou_net::{prefix::Bijou64, Connection, Rejected, TokioClock, VerifyBudget};
+use bijou_net::{Connection, Rejected, TokioClock, VerifyBudget};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
-
-use tokio::io::DuplexStream;
+use bijou_test_support::connections::{duplex_pair, DuplexConnection};
 
 const NOW: u64 = 1_800_000_000;
 const TREE: SedimentreeId = SedimentreeId::new([5; 32]);
@@ -28,33 +26,12 @@ fn config() -> ConnectConfig {
     c
 }
 
-async fn pair() -> (
-    Connection<FramedTransport<DuplexStream, Bijou64>>,
-    Connection<FramedTransport<DuplexStream, Bijou64>>,
-) {
-    let (a, b) = tokio::io::duplex(1 << 20);
-    let server_key = SigningKey::from_bytes(&[2; 32]);
-    let server_id = server_key.peer_id();
-    let responder = Responder::new(HandshakeConfig::default());
-    let server = tokio::spawn(async move {
-        Connection::accept(
-            FramedTransport::new(b, Bijou64),
-            &server_key,
-            &responder,
-            &config(),
-        )
-        .await
-    });
-    let client_key = SigningKey::from_bytes(&[1; 32]);
-    let client = Connection::connect(
-        FramedTransport::new(a, Bijou64),
-        &client_key,
-        Audience::Known(server_id),
-        &config(),
-    )
-    .await
-    .expect("handshake");
-    (client, server.await.expect("join").expect("handshake"))
+async fn pair() -> (DuplexConnection, DuplexConnection) {
+    let (client, server) = (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    );
+    duplex_pair(&client, &server, &config()).await
 }
 
 fn commit(i: u32) -> SignedItem<LooseCommit> {

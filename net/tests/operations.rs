@@ -6,18 +6,17 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::message::{
-    Audience, CommitId, DataRequestRejected, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage,
+    CommitId, DataRequestRejected, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage,
 };
 use bijou_net::session::{Operation, OperationError, Outcome};
-use bijou_net::transport::FramedTransport;
-use bijou_net::{prefix::Bijou64, Connection, Delivered, RunError, HELD_MESSAGES};
-use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
-use tokio::io::DuplexStream;
+use bijou_net::{Delivered, RunError, HELD_MESSAGES};
+use bijou_signing::{ed25519_dalek::SigningKey, Blob};
+use bijou_test_support::connections::{duplex_pair, DuplexConnection};
 use tokio::time::timeout;
 
-type Conn = Connection<FramedTransport<DuplexStream, Bijou64>>;
+type Conn = DuplexConnection;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -29,27 +28,8 @@ fn keys() -> (SigningKey, SigningKey) {
 }
 
 async fn pair() -> (Conn, Conn) {
-    let (client_key, server_key) = keys();
-    let (a, b) = tokio::io::duplex(1 << 20);
-    let responder = Responder::new(HandshakeConfig::default());
-    let server = tokio::spawn(async move {
-        Connection::accept(
-            FramedTransport::new(b, Bijou64),
-            &server_key,
-            &responder,
-            &ConnectConfig::default(),
-        )
-        .await
-    });
-    let client = Connection::connect(
-        FramedTransport::new(a, Bijou64),
-        &client_key,
-        Audience::Known(keys().1.peer_id()),
-        &ConnectConfig::default(),
-    )
-    .await
-    .expect("handshake");
-    (client, server.await.expect("task").expect("accept"))
+    let (client, server) = keys();
+    duplex_pair(&client, &server, &ConnectConfig::default()).await
 }
 
 fn tree() -> SedimentreeId {

@@ -492,3 +492,25 @@ fn a_budget_in_debt_is_kept_as_it_is() {
     let restored = Session::restore(&bytes, at(1), [9; 32]).expect("a debt restores");
     assert_eq!(restored.snapshot(at(1)).unwrap(), bytes, "the same debt");
 }
+
+#[test]
+fn a_fetch_in_flight_costs_a_few_dozen_bytes() {
+    // Mid-fetch of a large tree: the request sent, the response (8,192
+    // commits, say) not arrived or not yet taken: the operation is what
+    // the snapshot holds; the response itself never is (a snapshot waits
+    // for the session to be between messages).
+    let (mut alice, _) = pair();
+    let idle = alice.snapshot(at(1)).unwrap().len();
+    let fetch = alice
+        .start(
+            Operation::Fetch(SedimentreeId::new([9; 32])),
+            Timestamp::from_secs(61),
+        )
+        .unwrap();
+    assert!(alice.poll_transmit().is_some(), "the request, sent");
+    let bytes = alice.snapshot(at(1)).unwrap();
+    eprintln!("a fetch in flight: {} bytes ({} idle)", bytes.len(), idle);
+    assert!(bytes.len() <= idle + 64);
+    let restored = Session::restore(&bytes, at(1), [9; 32]).unwrap();
+    assert!(restored.is_in_flight(fetch));
+}

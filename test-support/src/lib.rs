@@ -25,6 +25,8 @@
 #[cfg(feature = "fuzz")]
 pub mod checks;
 #[cfg(feature = "echo")]
+pub mod connections;
+#[cfg(feature = "echo")]
 pub mod echo;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
