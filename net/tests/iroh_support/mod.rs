@@ -85,8 +85,9 @@ impl RawPeer {
         peer.write_framed(initiator.challenge()).await;
         let transport = accepting.await.expect("accept task");
         let responder = Responder::new(HandshakeConfig::default());
+        let config = ConnectConfig::default();
         let (ours, reply) = tokio::join!(
-            Connection::accept(transport, server_key, &responder, &ConnectConfig::default()),
+            Connection::accept(transport, server_key, &responder, &config),
             peer.read_framed()
         );
         let ours = ours.expect("our server accepts the raw peer");
