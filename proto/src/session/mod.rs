@@ -216,10 +216,7 @@ impl Session {
         // Made on first use unless its limits were set.
         let extras = (config.ephemeral != EphemeralConfig::default()).then(|| {
             Box::new(Extras {
-                ephemeral: Some(EphemeralSession::new(
-                    config.ephemeral,
-                    SeededRng::from_seed(seed),
-                )),
+                ephemeral: Some(EphemeralSession::new(config.ephemeral, ephemeral_rng(seed))),
                 outbound: VecDeque::new(),
                 operations: None,
             })
@@ -291,7 +288,7 @@ impl Session {
             .get_or_insert_with(Box::default)
             .ephemeral
             .get_or_insert_with(|| {
-                EphemeralSession::new(EphemeralConfig::default(), SeededRng::from_seed(seed))
+                EphemeralSession::new(EphemeralConfig::default(), ephemeral_rng(seed))
             })
     }
 
@@ -349,10 +346,7 @@ impl Session {
         self.extras
             .get_or_insert_with(Box::default)
             .operations
-            .get_or_insert_with(|| {
-                // Its own stream: the ephemeral state draws from the seed's.
-                Operations::new(SeededRng::from_seed(seed).split())
-            })
+            .get_or_insert_with(|| Operations::new(operations_rng(seed)))
     }
 
     /// Starts `operation` (see [`Operation`]), to end by
@@ -398,15 +392,13 @@ impl Session {
         deadline: Timestamp,
     ) -> Result<OperationId, StartError> {
         let local = self.local;
-        let subscribe = match &operation {
-            Operation::Subscribe(topics) => Some(topics.clone()),
-            _ => None,
-        };
         let (id, first) = self.operations_mut().start(operation, local, deadline)?;
-        if let Some(topics) = subscribe {
-            self.ephemeral_mut().subscribe(&topics);
-        }
         if let Some(first) = first {
+            // A Subscribe is recorded as it is sent, as `on_send` records
+            // the caller's.
+            if let Message::Ephemeral(EphemeralMessage::Subscribe(topics)) = &first {
+                self.ephemeral_mut().subscribe(topics);
+            }
             self.transmit(first);
         }
         Ok(id)
@@ -697,6 +689,16 @@ impl Session {
     ) -> Result<SignedEphemeral, PublishError> {
         self.ephemeral_mut().seal(signer, topic, payload, now)
     }
+}
+
+/// The ephemeral state's generator: the seed's own stream.
+fn ephemeral_rng(seed: [u8; 32]) -> SeededRng {
+    SeededRng::from_seed(seed)
+}
+
+/// The operations' generator: a stream of its own, split from the seed's.
+fn operations_rng(seed: [u8; 32]) -> SeededRng {
+    SeededRng::from_seed(seed).split()
 }
 
 /// Decodes and verifies one received message, all at once (what a

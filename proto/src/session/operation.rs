@@ -429,7 +429,11 @@ impl Operations {
             return Some(received);
         };
         match (owner, received.result) {
-            (Owner::Pushes(tree, heads), _) => self.acknowledge(tree, &heads),
+            (Owner::Pushes(newest), Ok(Delivered::Sync(verified))) => {
+                if let SyncMessage::HeadsUpdate(update) = verified.message {
+                    self.acknowledge(update.id, newest, &update.heads);
+                }
+            }
             (Owner::Fetch(at), Ok(Delivered::Sync(verified))) => {
                 let probe = matches!(self.in_flight[at].state, State::Fetch { probe: true, .. });
                 let result = match &verified.message {
@@ -466,13 +470,9 @@ impl Operations {
         let first = |f: &dyn Fn(&State) -> bool| self.in_flight.iter().position(|op| f(&op.state));
         match &received.result {
             Ok(Delivered::Sync(verified)) => match &verified.message {
-                SyncMessage::HeadsUpdate(update) => {
-                    let named = |state: &State| {
-                        matches!(state, State::Push { tree, head }
-                            if *tree == update.id && update.heads.heads().contains(head))
-                    };
-                    first(&named).map(|_| Owner::Pushes(update.id, update.heads.clone()))
-                }
+                SyncMessage::HeadsUpdate(update) => self
+                    .newest_named(update.id, &update.heads)
+                    .map(Owner::Pushes),
                 SyncMessage::BatchSyncResponse(response) => first(&|state| {
                     matches!(state, State::Fetch { tree, nonce, .. }
                         if *nonce == response.nonce && *tree == response.id)
@@ -516,30 +516,49 @@ impl Operations {
         }
     }
 
-    /// Ends the pushes a `HeadsUpdate` for `tree` acknowledges: the one
-    /// whose head it names, and every push on the tree started before it.
-    fn acknowledge(&mut self, tree: SedimentreeId, heads: &RemoteHeads) {
-        let newest = self.in_flight.iter().rposition(|op| {
-            matches!(op.state, State::Push { tree: t, head } if t == tree && heads.heads().contains(&head))
-        });
-        let Some(newest) = newest else {
-            return;
-        };
-        let newest_id = self.in_flight[newest].id;
-        while let Some(at) = self.in_flight.iter().position(|op| {
-            op.id <= newest_id && matches!(op.state, State::Push { tree: t, .. } if t == tree)
-        }) {
-            let State::Push { tree, head } = self.in_flight[at].state else {
-                break;
-            };
-            self.finish(
-                at,
-                Ok(Outcome::Pushed {
-                    tree,
-                    head,
-                    heads: heads.clone(),
-                }),
-            );
+    /// The newest push on `tree` whose head `heads` names. The peer's
+    /// heads are scanned once (an update may name a million; they come in
+    /// any order), each looked up among our pushes on the tree (as many as
+    /// the caller started): work bounded by the bytes received.
+    fn newest_named(&self, tree: SedimentreeId, heads: &RemoteHeads) -> Option<OperationId> {
+        let mut ours: Vec<(CommitId, OperationId)> = self
+            .in_flight
+            .iter()
+            .filter_map(|op| match op.state {
+                State::Push { tree: t, head } if t == tree => Some((head, op.id)),
+                _ => None,
+            })
+            .collect();
+        if ours.is_empty() {
+            return None;
+        }
+        ours.sort_unstable();
+        heads
+            .heads()
+            .iter()
+            .filter_map(|named| {
+                let at = ours.binary_search_by(|(head, _)| head.cmp(named)).ok()?;
+                Some(ours[at].1)
+            })
+            .max()
+    }
+
+    /// Ends the pushes a `HeadsUpdate` for `tree` acknowledges: `newest`
+    /// (whose head it names) and every push on the tree started before it.
+    fn acknowledge(&mut self, tree: SedimentreeId, newest: OperationId, heads: &RemoteHeads) {
+        let mut at = 0;
+        while let Some(op) = self.in_flight.get(at) {
+            match op.state {
+                State::Push { tree: t, head } if t == tree && op.id <= newest => self.finish(
+                    at,
+                    Ok(Outcome::Pushed {
+                        tree,
+                        head,
+                        heads: heads.clone(),
+                    }),
+                ),
+                _ => at += 1,
+            }
         }
     }
 
@@ -566,7 +585,14 @@ impl Operations {
                 State::RegisterAnswer(mut registration, answer) => registration
                     .handle(signer, &answer)
                     .map(|step| (registration, step)),
-                _ => continue, // needs_signer() holds only for the two above
+                // needs_signer() holds only for the two above; put any
+                // other back as it was.
+                other => {
+                    op.state = other;
+                    self.in_flight.insert(at, op);
+                    at += 1;
+                    continue;
+                }
             };
             let result = match step {
                 Ok((registration, Step::Send(next))) => {
@@ -664,7 +690,9 @@ impl Operations {
         let invalid = |field, reason| RestoreError::Invalid { field, reason };
         let last_id = r.bijou64("last operation id")?;
         let count = r.bijou64("operations in flight")?;
-        let mut in_flight = Vec::with_capacity(r.capacity_for("operations in flight", count, 3)?);
+        // Grown as operations are read, each from at least 36 bytes: no
+        // reservation sized by the count alone.
+        let mut in_flight = Vec::new();
         for _ in 0..count {
             let id = r.bijou64("operation id")?;
             if id == 0 || id > last_id || in_flight.iter().any(|op: &InFlight| op.id.0 >= id) {
@@ -748,8 +776,8 @@ fn read_delegation(r: &mut bijou_codec::Reader<'_>) -> Result<RootDelegation, Re
 
 /// Which operation a received message belongs to.
 enum Owner {
-    /// The pushes on this tree that a `HeadsUpdate` acknowledges.
-    Pushes(SedimentreeId, RemoteHeads),
+    /// The pushes a `HeadsUpdate` acknowledges, up to this one.
+    Pushes(OperationId),
     /// The fetch or probe at this index.
     Fetch(usize),
     /// The registration at this index.
