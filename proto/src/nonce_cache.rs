@@ -385,6 +385,10 @@ impl NonceCache {
                 return None;
             };
             let mut shard = lock(shard);
+            // The shard's own capacity, which may be below `capacity`.
+            if export.entries.len() > shard.capacity {
+                return None;
+            }
             shard.floor = export.floor;
             // Oldest second first; within a second, the exported order is
             // newest first, so file them reversed to keep it.

@@ -53,7 +53,7 @@ use bijou_signing::{Digest, PeerId};
 use bytes::{Bytes, BytesMut};
 
 use super::operation::Operations;
-use super::{Extras, Session};
+use super::{ephemeral_rng, operations_rng, Extras, Session};
 use crate::ephemeral::{EphemeralConfig, EphemeralSession};
 use crate::handshake::Authenticated;
 use crate::message::{Message, Topic};
@@ -264,14 +264,15 @@ impl Session {
             .ok()
             .filter(|&step| step >= 1)
             .ok_or_else(|| invalid("verify step", "is 0 or too large"))?;
-        let mut root = SeededRng::from_seed(seed);
         let ephemeral = match r.u8("ephemeral")? {
             0 => None,
-            1 => Some(read_ephemeral(&mut r, SeededRng::from_seed(seed))?),
+            1 => Some(read_ephemeral(&mut r, ephemeral_rng(seed))?),
             _ => return Err(invalid("ephemeral", "is neither 00 nor 01")),
         };
         let count = r.bijou64("messages to send")?;
-        let mut outbound = VecDeque::with_capacity(r.capacity_for("messages to send", count, 1)?);
+        // Grown as messages are read: a reservation sized by the count
+        // would be hundreds of bytes of heap per byte of snapshot.
+        let mut outbound = VecDeque::new();
         for _ in 0..count {
             let len = r.bijou64("message length")?;
             let message = r.shared_u64("message", len)?;
@@ -284,7 +285,7 @@ impl Session {
             1 => Some(Operations::read_snapshot(
                 &mut r,
                 now.monotonic,
-                root.split(),
+                operations_rng(seed),
                 (local, remote.peer()),
             )?),
             _ => return Err(invalid("operations", "is neither 00 nor 01")),
