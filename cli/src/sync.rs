@@ -359,8 +359,8 @@ struct Planned {
     head: CommitId,
     /// The LooseCommit message.
     message: SyncMessage,
-    /// Its encoding.
-    frame: Bytes,
+    /// Its encoded length.
+    len: usize,
     /// The signed commit's bytes.
     signed: Bytes,
     blob: Bytes,
@@ -390,14 +390,14 @@ impl Plan {
                 sender_heads: RemoteHeads::new(counter, [head]),
                 item: SignedItem::new(signed.clone(), blob.clone()),
             }));
-            let frame = msg.encode()?;
+            let len = msg.wire_len()?;
             let Message::Sync(message) = msg else {
                 return Err("a LooseCommit is a sync message".into());
             };
             commits.push(Planned {
                 head,
                 message,
-                frame,
+                len,
                 signed: signed.into_bytes(),
                 blob: blob.into_bytes(),
             });
@@ -543,7 +543,7 @@ async fn push(
                     break 'push;
                 }
             }
-            out.bytes += commit.frame.len() as u64;
+            out.bytes += commit.len as u64;
             next += 1;
         }
         let Some(&(index, id, sent_at)) = pending.front() else {
@@ -658,9 +658,7 @@ async fn fetch(
     };
     out.missing = 0;
     out.elapsed = started.elapsed();
-    out.bytes = Message::Sync(verified.message.clone())
-        .wire_len()
-        .unwrap_or_default();
+    out.bytes = verified.message.wire_len().unwrap_or_default();
     if response.requestor != conn.local_peer() {
         out.problems
             .push("the response names another requestor".to_owned());
@@ -999,8 +997,7 @@ mod tests {
         let plan = Plan::new(&key, tree, 1, 3, 8).expect("plan");
         let mut store = Store::default();
         let decode = |p: &Planned| {
-            let Ok(Message::Sync(SyncMessage::LooseCommit(m))) = Message::decode(p.frame.clone())
-            else {
+            let SyncMessage::LooseCommit(m) = p.message.clone() else {
                 panic!("a LooseCommit")
             };
             m
