@@ -123,13 +123,13 @@ pub struct Connection<T> {
     transmits_unflushed: bool,
     /// The timers and the messages held for `recv`, made when first
     /// needed and freed once idle: an idle connection holds a pointer.
-    operations: Option<Box<OperationShell>>,
+    waits: Option<Box<Waits>>,
 }
 
 /// The shell's waits: the verification budget's, and what the session's
 /// operations need of the shell.
 #[derive(Debug, Default)]
-struct OperationShell {
+struct Waits {
     /// The budget's wait in progress.
     budget_wait: Option<BudgetTimer>,
     /// Messages received while [`Connection::finish`] waited, for
@@ -176,7 +176,7 @@ pub enum RunError {
     WrongSigner(#[from] WrongSigner),
     /// No such operation is running or waiting to be taken (it never
     /// started here, or its end was already taken).
-    #[error("{0} is not running on this connection, and its end was already taken or never was")]
+    #[error("{0} is not running here: it never started on this connection, or its end was already returned (finish each operation once)")]
     Unknown(OperationId),
     /// The peer closed the connection first.
     #[error("the peer closed the connection while {id} waited for {waiting_for}")]
@@ -259,7 +259,7 @@ impl<T: Transport> Connection<T> {
             clock: Clock::system(),
             ended: false,
             transmits_unflushed: false,
-            operations: None,
+            waits: None,
         }
     }
 
@@ -547,7 +547,7 @@ impl<T: Transport> Connection<T> {
     }
 
     /// Starts `operation` on the session, to end within `timeout` (see
-    /// [`session::operation`](bijou_proto::session::Operation)): returns
+    /// [`Operation`]): returns
     /// its id at once. What it sends goes out with the next send, receive
     /// or [`finish`](Self::finish); its end waits for
     /// [`finish`](Self::finish). Start several, then finish each: a window
@@ -563,7 +563,7 @@ impl<T: Transport> Connection<T> {
     ) -> Result<OperationId, StartError> {
         let deadline = self.clock.monotonic().saturating_add(timeout);
         let id = self.session.start(operation, deadline)?;
-        self.operations.get_or_insert_with(Box::default);
+        self.waits.get_or_insert_with(Box::default);
         Ok(id)
     }
 
@@ -630,7 +630,7 @@ impl<T: Transport> Connection<T> {
     /// oldest first, without waiting for more ([`recv`](Self::recv)
     /// returns them too, before anything newer).
     pub fn drain_held(&mut self) -> std::collections::vec_deque::IntoIter<Received> {
-        let held = match self.operations.as_mut() {
+        let held = match self.waits.as_mut() {
             Some(shell) => {
                 shell.held_bytes = 0;
                 std::mem::take(&mut shell.held)
@@ -661,7 +661,7 @@ impl<T: Transport> Connection<T> {
             let Some(waiting_for) = self.session.waiting_for(id) else {
                 return Poll::Ready(Err(RunError::Unknown(id)));
             };
-            let shell = self.operations.get_or_insert_with(Box::default);
+            let shell = self.waits.get_or_insert_with(Box::default);
             if shell.held.len() >= HELD_MESSAGES || shell.held_bytes >= HELD_BYTES {
                 // Read nothing more: write what the session sends, and let
                 // the deadline end the operation.
@@ -673,7 +673,7 @@ impl<T: Transport> Connection<T> {
             }
             match ready!(self.poll_progress(cx)) {
                 Some(Ok(Progress::Received(received))) => {
-                    let shell = self.operations.get_or_insert_with(Box::default);
+                    let shell = self.waits.get_or_insert_with(Box::default);
                     shell.held_bytes += received.bytes.len();
                     shell.held.push_back(received);
                 }
@@ -690,7 +690,7 @@ impl<T: Transport> Connection<T> {
         let Some(at) = self.session.poll_timeout() else {
             return Poll::Pending;
         };
-        let Some(shell) = self.operations.as_mut() else {
+        let Some(shell) = self.waits.as_mut() else {
             return Poll::Pending;
         };
         let clock = &self.clock;
@@ -794,7 +794,7 @@ impl<T: Transport> Connection<T> {
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Received, TransportError>>> {
-        if let Some(shell) = self.operations.as_mut() {
+        if let Some(shell) = self.waits.as_mut() {
             if let Some(received) = shell.held.pop_front() {
                 shell.held_bytes = shell.held_bytes.saturating_sub(received.bytes.len());
                 if shell.held.is_empty() {
@@ -825,19 +825,19 @@ impl<T: Transport> Connection<T> {
     fn tidy(&mut self) {
         // A deadline timer is stale once no operation runs, a budget
         // wait once nothing is being verified.
-        let idle = self.operations.as_ref().is_some_and(|shell| {
+        let idle = self.waits.as_ref().is_some_and(|shell| {
             shell.held.is_empty()
                 && self.session.operations_in_flight() == 0
                 && (shell.budget_wait.is_none() || !self.session.has_work())
         });
         if idle {
-            self.operations = None;
+            self.waits = None;
         }
     }
 
     /// Whether operations started or ended since last asked.
     fn operations_moved(&mut self) -> bool {
-        let Some(shell) = self.operations.as_mut() else {
+        let Some(shell) = self.waits.as_mut() else {
             return false;
         };
         let now = self.session.operations_in_flight();
@@ -869,7 +869,7 @@ impl<T: Transport> Connection<T> {
                 return Poll::Ready(Some(Ok(Progress::Operations)));
             }
             if self.session.has_work() {
-                if let Some(shell) = self.operations.as_mut() {
+                if let Some(shell) = self.waits.as_mut() {
                     if let Some(wait) = shell.budget_wait.as_mut() {
                         ready!(wait.poll(cx));
                         shell.budget_wait = None;
@@ -891,7 +891,7 @@ impl<T: Transport> Connection<T> {
                     }
                     Work::Wait(at) => {
                         let wait = at.saturating_duration_since(self.clock.monotonic());
-                        self.operations.get_or_insert_with(Box::default).budget_wait =
+                        self.waits.get_or_insert_with(Box::default).budget_wait =
                             Some(BudgetTimer::after(wait));
                         continue;
                     }
@@ -901,7 +901,7 @@ impl<T: Transport> Connection<T> {
                 self.ended = true;
                 return Poll::Ready(Some(Err(e)));
             }
-            if self.operations.is_some() && self.poll_deadline(cx).is_ready() {
+            if self.waits.is_some() && self.poll_deadline(cx).is_ready() {
                 continue;
             }
             if self.ended {

@@ -180,7 +180,7 @@ pub enum OperationError {
         waiting_for: &'static str,
     },
     /// The peer answered a fetch with a refusal.
-    #[error("the peer refused to send tree {tree}: {reason}")]
+    #[error("the peer refused to send tree {tree}: {reason} (unauthorized: this key may not read it, so register the document or fetch with a key it grants; not found: the peer has no such tree)")]
     Refused {
         /// The tree asked for.
         tree: SedimentreeId,
