@@ -796,3 +796,37 @@ fn the_whole_protocol_survives_a_snapshot_and_restore_at_every_step() {
         "{plain:#?}"
     );
 }
+
+#[test]
+fn a_heads_update_naming_many_heads_finds_the_pushes_it_names() {
+    let mut pair = Pair::new(Server::Silent);
+    let mut heads = Vec::new();
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let (message, head) = commit(&pair.client_key, n, None);
+        ids.push(pair.start(Operation::Push(message), at(0)));
+        heads.push(head);
+    }
+    pair.run(at(0));
+    // 100,000 heads nobody pushed, the second push's among them.
+    let mut named: Vec<CommitId> = (0..100_000u32)
+        .map(|i| {
+            let mut id = [0xf0; 32];
+            id[..4].copy_from_slice(&i.to_be_bytes());
+            CommitId::new(id)
+        })
+        .collect();
+    named.insert(54_321, heads[1]);
+    pair.reply(SyncMessage::HeadsUpdate(HeadsUpdate {
+        id: tree(),
+        heads: RemoteHeads::new(1, named),
+    }));
+    pair.run(at(1));
+    let ended: Vec<OperationId> = all_completed(&mut pair.client)
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(ended, ids[..2].to_vec());
+    assert!(pair.client.is_in_flight(ids[2]));
+    assert!(pair.delivered.is_empty(), "the update went to the pushes");
+}
