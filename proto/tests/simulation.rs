@@ -24,7 +24,18 @@
 //!   in the final fetch;
 //! - snapshot and restore at random steps (a host evicted between two
 //!   messages, coming back with another monotonic origin and a fresh
-//!   seed): every invariant above holds across them, a replay included.
+//!   seed): every invariant above holds across them, a replay included;
+//! - the byte stream: every message travels as a bijou64-prefixed frame
+//!   through the real `FrameCodec`, arriving in random pieces (one byte to
+//!   everything in flight), so frames are reassembled from cuts at every
+//!   offset;
+//! - connection loss at random steps: each direction's stream is cut at a
+//!   random byte; the frames wholly before the cut arrive and are judged,
+//!   a frame cut in two is a typed `FrameError::Truncated` at the end of
+//!   the stream (never a message), later ones are lost; the operations in
+//!   flight then end exactly once by their deadlines, and the peers
+//!   reconnect (a new handshake, new sessions) with what they stored, so
+//!   a push acknowledged before a cut is still fetched back after it.
 //!
 //! `SIM_SEEDS=N` runs N seeds (default 300); `SIM_SEED=S` replays one; a
 //! failing seed is printed with the command that replays it.
@@ -33,6 +44,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use bijou_codec::Wire;
+use bijou_frame::framing::{FrameCodec, FrameError};
 use bijou_proto::handshake::{HandshakeConfig, Initiator, NonceCache, Responder};
 use bijou_proto::message::{
     Audience, BatchSyncResponse, CommitId, EphemeralMessage, Fragment, HeadsUpdate, LooseCommit,
@@ -44,8 +56,9 @@ use bijou_proto::session::{Delivered, Operation, Outcome, Rejected, Session, Ses
 use bijou_proto::time::{Now, Timestamp};
 use bijou_proto::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
+use tokio_util::codec::{Decoder, Encoder};
 
 const T0: u64 = 1_800_000_000;
 
@@ -72,19 +85,121 @@ enum Expect {
     Answer,
 }
 
+/// One direction of the connection: frames on a byte stream.
+struct Stream {
+    /// Framed bytes sent, not yet arrived.
+    in_flight: BytesMut,
+    /// Arrived at the receiver, not yet a whole frame.
+    arrived: BytesMut,
+    /// The receiver's frame decoder.
+    decoder: FrameCodec,
+    /// Each frame sent and not yet decoded: its bytes and what it is.
+    frames: VecDeque<(Bytes, Expect)>,
+    /// Cut: what is sent from now on goes nowhere.
+    cut: bool,
+}
+
+impl Stream {
+    fn new() -> Self {
+        Self {
+            in_flight: BytesMut::new(),
+            arrived: BytesMut::new(),
+            decoder: FrameCodec::new(),
+            frames: VecDeque::new(),
+            cut: false,
+        }
+    }
+
+    /// Nothing sent is still to arrive or to be decoded.
+    fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.in_flight.is_empty() && self.arrived.is_empty()
+    }
+
+    fn push(&mut self, sim: &mut Sim, bytes: Bytes, expect: Expect) {
+        if self.cut {
+            sim.record(b"lost", &bytes);
+            return;
+        }
+        FrameCodec::new()
+            .encode(bytes.clone(), &mut self.in_flight)
+            .expect("a message fits a frame");
+        self.frames.push_back((bytes, expect));
+    }
+
+    /// Moves a random piece of what is in flight to the receiver (from one
+    /// byte to all of it) and decodes the next frame if it is whole.
+    fn next_frame(&mut self, sim: &mut Sim) -> Option<(Bytes, Expect)> {
+        if !self.in_flight.is_empty() {
+            let len = self.in_flight.len() as u64;
+            let piece = match sim.below(4) {
+                0 => 1 + sim.below(8),
+                1 => 1 + sim.below(256),
+                2 => 1 + sim.below(4_096),
+                _ => len,
+            };
+            let piece = self
+                .in_flight
+                .split_to(usize::try_from(piece.min(len)).expect("small"));
+            sim.record(b"piece", &(piece.len() as u64).to_le_bytes());
+            self.arrived.extend_from_slice(&piece);
+        }
+        let frame = self
+            .decoder
+            .decode(&mut self.arrived)
+            .expect("an honest stream decodes")?;
+        let (bytes, expect) = self.frames.pop_front().expect("a frame that was sent");
+        assert_eq!(frame, bytes, "a frame carries exactly the bytes sent");
+        Some((bytes, expect))
+    }
+
+    /// The connection is lost: only the first `keep` bytes still in flight
+    /// will arrive.
+    fn cut_at(&mut self, keep: usize) {
+        self.in_flight.truncate(keep);
+        self.cut = true;
+    }
+
+    /// After a cut, once everything kept has arrived and been decoded: the
+    /// end of the stream. Returns how many frames were lost, and whether
+    /// one was cut in two (which must be a typed truncation, never a
+    /// message).
+    fn end(&mut self) -> (usize, bool) {
+        assert!(self.in_flight.is_empty(), "everything kept has arrived");
+        let truncated = match self.decoder.decode_eof(&mut self.arrived) {
+            Ok(None) => {
+                assert!(self.arrived.is_empty(), "leftover bytes are a truncation");
+                false
+            }
+            Ok(Some(_)) => panic!("a whole frame was left undecoded"),
+            Err(FrameError::Truncated { .. }) => {
+                assert!(!self.frames.is_empty(), "a partial frame is one sent");
+                true
+            }
+            Err(other) => panic!("a cut stream is a truncation, not {other}"),
+        };
+        let lost = self.frames.len();
+        self.frames.clear();
+        self.arrived.clear();
+        (lost, truncated)
+    }
+}
+
 struct Side {
     key: SigningKey,
     session: Session,
-    /// Sent, not yet received by the other side: bytes and what they are.
-    sent: VecDeque<(Bytes, Expect)>,
+    /// The connection's number (a new one after each cut).
+    connection: u64,
+    /// What this side sent to the other: the stream's frames.
+    out: Stream,
     /// Ephemeral (issuer, nonce) pairs delivered here.
     seen: BTreeSet<(Vec<u8>, u64)>,
     topics: Vec<Topic>,
     last_publish: Option<Bytes>,
-    /// Operations started here: id -> the pushed head (None for a fetch).
-    started: BTreeMap<u64, Option<CommitId>>,
-    /// Operations that ended here.
-    ended: BTreeSet<u64>,
+    /// Operations started here, by connection and id: the pushed head
+    /// (None for a fetch).
+    started: BTreeMap<(u64, u64), Option<CommitId>>,
+    /// Operations that ended here, by connection and id.
+    ended: BTreeSet<(u64, u64)>,
     /// Heads of our pushes the peer acknowledged.
     acknowledged: BTreeSet<CommitId>,
     /// Heads the last fetch returned.
@@ -117,6 +232,12 @@ struct Stats {
     taken: u64,
     /// Snapshots restored.
     restores: u64,
+    /// Connections lost (and made anew).
+    cuts: u64,
+    /// Frames lost with a cut connection.
+    lost: u64,
+    /// Frames cut in two by a lost connection.
+    truncated: u64,
 }
 
 impl Sim {
@@ -143,9 +264,30 @@ fn handshake(sim: &mut Sim) -> (Side, Side) {
         SigningKey::from_bytes(&sim.rng.bytes()),
         SigningKey::from_bytes(&sim.rng.bytes()),
     );
+    let (at_a, at_b) = connect(sim, &a_key, &b_key);
+    let side = |key: SigningKey, session| Side {
+        session,
+        key,
+        connection: 0,
+        out: Stream::new(),
+        seen: BTreeSet::new(),
+        topics: (0..4u8).map(|i| Topic::new([i; 32])).collect(),
+        last_publish: None,
+        started: BTreeMap::new(),
+        ended: BTreeSet::new(),
+        acknowledged: BTreeSet::new(),
+        fetched: None,
+        stored: Vec::new(),
+    };
+    (side(a_key, at_a), side(b_key, at_b))
+}
+
+/// A handshake between the two keys, then a session at each end with a
+/// random budget and verification step.
+fn connect(sim: &mut Sim, a_key: &SigningKey, b_key: &SigningKey) -> (Session, Session) {
     let now = sim.now();
     let initiator = Initiator::new(
-        &a_key,
+        a_key,
         Audience::Known(b_key.peer_id()),
         now,
         sim.rng.bytes(),
@@ -154,7 +296,7 @@ fn handshake(sim: &mut Sim) -> (Side, Side) {
     let config = HandshakeConfig::default();
     let cache = NonceCache::keyed(config.max_drift, 1_024, sim.rng.bytes());
     let answer = Responder::with_nonce_cache(config, Arc::new(cache)).answer(
-        &b_key,
+        b_key,
         initiator.challenge().clone(),
         now,
     );
@@ -163,30 +305,15 @@ fn handshake(sim: &mut Sim) -> (Side, Side) {
     sim.record(b"response", &reply);
     let at_b = answer.outcome.expect("accepted");
     let at_a = initiator.receive(reply).expect("authenticated");
-    let mut side = |key: SigningKey, remote| {
+    let mut session = |key: &SigningKey, remote| {
         let mut config = SessionConfig::new(sim.rng.bytes());
         let per_second = 20 + u32::try_from(sim.below(200)).expect("small");
         config.verify_budget = VerifyBudget::new(per_second, 1 + per_second / 4);
         config.verify_step = 1 + usize::try_from(sim.below(8)).expect("small");
         config.ephemeral.max_remote_topics = 3;
-        let topics = (0..4u8).map(|i| Topic::new([i; 32])).collect();
-        Side {
-            session: Session::new(key.peer_id(), remote, config),
-            key,
-            sent: VecDeque::new(),
-            seen: BTreeSet::new(),
-            topics,
-            last_publish: None,
-            started: BTreeMap::new(),
-            ended: BTreeSet::new(),
-            acknowledged: BTreeSet::new(),
-            fetched: None,
-            stored: Vec::new(),
-        }
+        Session::new(key.peer_id(), remote, config)
     };
-    let a = side(a_key, at_a);
-    let b = side(b_key, at_b);
-    (a, b)
+    (session(a_key, at_a), session(b_key, at_b))
 }
 
 fn commit(sim: &mut Sim, key: &SigningKey) -> SignedItem<LooseCommit> {
@@ -308,7 +435,7 @@ fn send(sim: &mut Sim, from: &mut Side) {
         }
     };
     sim.record(b"send", &bytes);
-    from.sent.push_back((bytes, expect));
+    from.out.push(sim, bytes, expect);
 }
 
 /// The session's own messages go out first, in order.
@@ -321,7 +448,7 @@ fn transmit(sim: &mut Sim, from: &mut Side) {
         };
         let bytes = from.session.encode(&message).expect("encode");
         sim.record(b"transmit", &bytes);
-        from.sent.push_back((bytes, expect));
+        from.out.push(sim, bytes, expect);
     }
 }
 
@@ -348,7 +475,9 @@ fn start_operation(sim: &mut Sim, from: &mut Side) {
     let id = from.session.start(operation, deadline).expect("starts");
     sim.record(b"start", &id.get().to_le_bytes());
     assert!(
-        from.started.insert(id.get(), head).is_none(),
+        from.started
+            .insert((from.connection, id.get()), head)
+            .is_none(),
         "ids are unique"
     );
 }
@@ -388,18 +517,18 @@ fn answer(sim: &mut Sim, to: &mut Side, message: &SyncMessage, items: &[Verified
     };
     let bytes = to.session.encode(&reply.into()).expect("encode");
     sim.record(b"answer", &bytes);
-    to.sent.push_back((bytes, Expect::Answer));
+    to.out.push(sim, bytes, Expect::Answer);
 }
 
 /// Takes the operations that ended at `side`: each exactly once.
 fn collect_completed(sim: &mut Sim, side: &mut Side) {
     while let Some(done) = side.session.poll_completed() {
-        let id = done.id.get();
-        assert!(side.started.contains_key(&id), "{id} was started here");
-        assert!(side.ended.insert(id), "operation {id} ended twice");
+        let id = (side.connection, done.id.get());
+        assert!(side.started.contains_key(&id), "{id:?} was started here");
+        assert!(side.ended.insert(id), "operation {id:?} ended twice");
         sim.record(
             b"completed",
-            format!("{id} {:?}", done.result.as_ref().map(|_| ())).as_bytes(),
+            format!("{id:?} {:?}", done.result.as_ref().map(|_| ())).as_bytes(),
         );
         match done.result {
             Ok(Outcome::Pushed { head, .. }) => {
@@ -422,13 +551,16 @@ fn collect_completed(sim: &mut Sim, side: &mut Side) {
 
 /// `to` reads the next message `from` sent, if it wants one, and works on
 /// it for at most a few steps.
-fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending) {
+///
+/// Returns whether a message was handed to `to`'s session.
+fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending) -> bool {
     let now = sim.now();
+    let mut handed = false;
     // Whether a message is in the session: if it is done below with
     // nothing to hand out, an operation took it.
     let mut in_session = to.session.has_work();
     if to.session.wants_message() {
-        if let Some((bytes, expect)) = from.sent.pop_front() {
+        if let Some((bytes, expect)) = from.out.next_frame(sim) {
             in_session = true;
             // An ephemeral message is judged by the receiver's
             // subscriptions when it arrives.
@@ -443,6 +575,7 @@ fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending)
                 .handle_message(bytes.clone(), now)
                 .expect("wants it");
             pending.push_back((bytes, expect, subscribed));
+            handed = true;
         }
     }
     for _ in 0..sim.below(4) {
@@ -509,6 +642,7 @@ fn deliver(sim: &mut Sim, from: &mut Side, to: &mut Side, pending: &mut Pending)
             (expect, result) => panic!("sent {expect:?}, received {result:?}"),
         }
     }
+    handed
 }
 
 /// `from` fetches the operations' tree from `to` and checks that every
@@ -528,7 +662,7 @@ fn final_fetch(
         .session
         .start(Operation::Fetch(operations_tree()), deadline)
         .expect("starts");
-    from.started.insert(id.get(), None);
+    from.started.insert((from.connection, id.get()), None);
     from.fetched = None;
     for _ in 0..100_000 {
         if from.fetched.is_some() {
@@ -546,6 +680,68 @@ fn final_fetch(
         lost.is_empty(),
         "acknowledged pushes not fetched back: {lost:?}"
     );
+}
+
+/// The connection is lost: each direction's stream is cut at a random
+/// byte of what is in flight. What came before the cut arrives and is
+/// judged (nothing is sent any more); a frame cut in two ends its stream
+/// as a truncation; then every deadline passes, so every operation of the
+/// lost connection ends exactly once, and the two connect anew (a new
+/// handshake, new sessions), keeping what they stored.
+fn cut(sim: &mut Sim, a: &mut Side, b: &mut Side, at_a: &mut Pending, at_b: &mut Pending) {
+    for side in [&mut *a, &mut *b] {
+        let in_flight = side.out.in_flight.len() as u64;
+        let keep = usize::try_from(sim.below(in_flight + 1)).expect("small");
+        sim.record(b"cut", &(keep as u64).to_le_bytes());
+        side.out.cut_at(keep);
+    }
+    for _ in 0..100_000 {
+        // Dry: both sessions wanted a message and neither stream had a
+        // whole frame to give.
+        let ready = a.session.wants_message() && b.session.wants_message();
+        let handed = deliver(sim, a, b, at_b) | deliver(sim, b, a, at_a);
+        transmit(sim, a);
+        transmit(sim, b);
+        sim.clock += 10_000_000;
+        let quiet = |side: &Side, pending: &Pending| {
+            side.out.in_flight.is_empty() && pending.is_empty() && !side.session.has_work()
+        };
+        if ready && !handed && quiet(a, at_a) && quiet(b, at_b) {
+            break;
+        }
+    }
+    for (side, pending) in [(&mut *a, &*at_a), (&mut *b, &*at_b)] {
+        assert!(pending.is_empty(), "what arrived was judged");
+        assert!(side.session.wants_message(), "nothing more could be read");
+    }
+    for side in [&mut *a, &mut *b] {
+        let (lost, truncated) = side.out.end();
+        sim.stats.lost += lost as u64;
+        sim.stats.truncated += u64::from(truncated);
+    }
+    // Deadlines are at most 2 s away: past them, nothing of this
+    // connection is in flight.
+    sim.clock += 2_100_000_000;
+    for side in [&mut *a, &mut *b] {
+        expire(sim, side);
+        assert_eq!(side.session.operations_in_flight(), 0);
+        let connection = side.connection;
+        let started = side.started.keys().filter(|(c, _)| *c == connection);
+        let ended = side.ended.iter().filter(|(c, _)| *c == connection);
+        assert!(
+            started.eq(ended),
+            "every operation of a lost connection ended exactly once"
+        );
+    }
+    let (at_a_session, at_b_session) = connect(sim, &a.key, &b.key);
+    for (side, session) in [(&mut *a, at_a_session), (&mut *b, at_b_session)] {
+        side.session = session;
+        side.connection += 1;
+        side.out = Stream::new();
+        // Replays are tested within a connection.
+        side.last_publish = None;
+    }
+    sim.stats.cuts += 1;
 }
 
 /// The side's host is evicted and comes back: its session from a
@@ -607,8 +803,12 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
         match sim.below(13) {
             0 | 1 => send(&mut sim, &mut a),
             2 | 3 => send(&mut sim, &mut b),
-            4 | 5 => deliver(&mut sim, &mut a, &mut b, &mut at_b),
-            6 | 7 => deliver(&mut sim, &mut b, &mut a, &mut at_a),
+            4 | 5 => {
+                deliver(&mut sim, &mut a, &mut b, &mut at_b);
+            }
+            6 | 7 => {
+                deliver(&mut sim, &mut b, &mut a, &mut at_a);
+            }
             8 => start_operation(&mut sim, &mut a),
             9 => start_operation(&mut sim, &mut b),
             10 => {
@@ -618,6 +818,7 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
                     evict(&mut sim, &mut b);
                 }
             }
+            11 if sim.below(24) == 0 => cut(&mut sim, &mut a, &mut b, &mut at_a, &mut at_b),
             _ => {
                 sim.clock += sim.below(50_000_000);
                 expire(&mut sim, &mut a);
@@ -629,7 +830,7 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
     }
     // Drain: everything sent is received, judged, exactly once.
     for _ in 0..100_000 {
-        if a.sent.is_empty() && b.sent.is_empty() && at_a.is_empty() && at_b.is_empty() {
+        if a.out.is_empty() && b.out.is_empty() && at_a.is_empty() && at_b.is_empty() {
             break;
         }
         deliver(&mut sim, &mut a, &mut b, &mut at_b);
@@ -638,10 +839,7 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
         transmit(&mut sim, &mut b);
         sim.clock += 10_000_000;
     }
-    assert!(
-        a.sent.is_empty() && b.sent.is_empty(),
-        "everything was read"
-    );
+    assert!(a.out.is_empty() && b.out.is_empty(), "everything was read");
     assert!(at_a.is_empty() && at_b.is_empty(), "everything was judged");
 
     // A last fetch each way, then every deadline passes: every operation
@@ -651,7 +849,7 @@ fn run(seed: u64) -> ([u8; 32], Stats) {
     sim.clock += 3_700_000_000_000;
     for side in [&mut a, &mut b] {
         expire(&mut sim, side);
-        let started: BTreeSet<u64> = side.started.keys().copied().collect();
+        let started: BTreeSet<(u64, u64)> = side.started.keys().copied().collect();
         assert_eq!(started, side.ended, "every operation ended exactly once");
         assert_eq!(side.session.operations_in_flight(), 0);
     }
@@ -695,10 +893,14 @@ fn random_schedules_keep_every_invariant_and_replay_byte_for_byte() {
         total.timeouts += stats.timeouts;
         total.taken += stats.taken;
         total.restores += stats.restores;
+        total.cuts += stats.cuts;
+        total.lost += stats.lost;
+        total.truncated += stats.truncated;
     }
     eprintln!(
         "{} seeds (each run twice) in {:?}: {} delivered, {} refused, {} budget waits, \
-         {} answers taken by operations, {} operations timed out, {} restores",
+         {} answers taken by operations, {} operations timed out, {} restores, \
+         {} connections cut ({} frames lost, {} cut in two)",
         seeds.len(),
         started.elapsed(),
         total.delivered,
@@ -706,7 +908,10 @@ fn random_schedules_keep_every_invariant_and_replay_byte_for_byte() {
         total.waits,
         total.taken,
         total.timeouts,
-        total.restores
+        total.restores,
+        total.cuts,
+        total.lost,
+        total.truncated
     );
     assert!(total.waits > 0 && total.refused > 0 && total.delivered > 0);
     if seeds.len() > 10 {
@@ -715,6 +920,10 @@ fn random_schedules_keep_every_invariant_and_replay_byte_for_byte() {
             "operations were exercised"
         );
         assert!(total.restores > 0, "snapshots were restored");
+        assert!(
+            total.cuts > 0 && total.lost > 0 && total.truncated > 0,
+            "connections were cut, mid-frame too"
+        );
     }
 }
 
