@@ -55,6 +55,11 @@ pub(crate) fn encode_to_vec<F: Format>(value: u64, out: &mut Vec<u8>) {
 /// Appends the encoding to any `BufMut`.
 #[inline]
 pub(crate) fn encode<F: Format, B: bytes::BufMut + ?Sized>(value: u64, buf: &mut B) {
+    // One byte (a short blob's length, most counts): no window, no tier.
+    if value < F::ONE_BYTE_BELOW {
+        buf.put_u8(value as u8);
+        return;
+    }
     let (bytes, len) = F::encode_array(value);
     let (head, _) = bytes.as_ref().split_at(len);
     buf.put_slice(head);

@@ -24,6 +24,7 @@ proptest! {
     #[test]
     fn sync_messages_round_trip(msg in sync_message()) {
         let wire = msg.encode().unwrap();
+        prop_assert_eq!(msg.wire_len().unwrap(), wire.len());
         prop_assert_eq!(u32::from_be_bytes(wire[4..8].try_into().unwrap()) as usize, wire.len());
         prop_assert_eq!(wire[8], msg.tag());
         let back = SyncMessage::decode(wire.clone()).unwrap();

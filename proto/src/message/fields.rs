@@ -73,9 +73,18 @@ pub(crate) fn read_blob(r: &mut Reader<'_>) -> Result<Bytes, ReadError> {
 }
 
 /// Writes a blob with its bijou64 length.
+#[inline]
 pub(crate) fn write_blob<B: BufMut + ?Sized>(w: &mut Writer<'_, B>, blob: &[u8]) {
     w.bijou64_len(blob.len());
     w.bytes(blob);
+}
+
+/// What [`write_blob`] writes for a `len`-byte blob: its bijou64 length and
+/// the bytes.
+#[inline]
+pub(crate) fn blob_field_len(len: usize) -> usize {
+    let prefix = bijou_codec::bijou64::encoded_len(u64::try_from(len).unwrap_or(u64::MAX));
+    len.saturating_add(prefix)
 }
 
 /// The accessors and traits a signed commit or fragment shares: its tree

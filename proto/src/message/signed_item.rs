@@ -18,7 +18,7 @@ use bijou_signing::{Blob, HasBlobMeta, Payload, Signed, Verified, VerifiedBlob};
 use bytes::BufMut;
 
 use super::{
-    fields::{read_blob, write_blob},
+    fields::{blob_field_len, read_blob, write_blob},
     MessageError, Scoped, SedimentreeId, VerifyItemError,
 };
 
@@ -59,6 +59,18 @@ impl<T> SignedItem<T> {
 /// `Signed<T> · BlobLen bijou64 · Blob`.
 impl<T: Payload> Wire for SignedItem<T> {
     type Error = MessageError;
+
+    /// Three lengths added: no walk of the fields (a batch response's
+    /// length pass is this, once per item).
+    #[inline]
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        let blob = self.blob.as_bytes().len();
+        Ok(self
+            .signed
+            .as_bytes()
+            .len()
+            .saturating_add(blob_field_len(blob)))
+    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self.signed.as_bytes());

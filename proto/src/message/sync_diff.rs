@@ -23,7 +23,7 @@
 use alloc::collections::btree_map::Entry;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
-use bijou_codec::{Reader, Wire, WriteError, Writer};
+use bijou_codec::{count, Reader, Wire, WriteError, Writer};
 
 use bytes::{BufMut, Bytes};
 
@@ -92,6 +92,23 @@ impl SyncDiff {
 
 impl Wire for SyncDiff {
     type Error = MessageError;
+
+    /// The four counts checked, then the items' lengths added (no walk of
+    /// their fields).
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        count::u16("commits", self.commits.len())?;
+        count::u16("fragments", self.fragments.len())?;
+        count::u16("requested_commits", self.requested_commits.len())?;
+        count::u16("requested_fragments", self.requested_fragments.len())?;
+        let mut len = 4 * 2 + 8 * (self.requested_commits.len() + self.requested_fragments.len());
+        for commit in &self.commits {
+            len = len.saturating_add(commit.wire_len()?);
+        }
+        for fragment in &self.fragments {
+            len = len.saturating_add(fragment.wire_len()?);
+        }
+        Ok(len)
+    }
 
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.count_u16("commits", self.commits.len())?;
@@ -176,7 +193,10 @@ mod tests {
     use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed};
 
     use super::*;
-    use crate::message::{CommitId, SedimentreeId};
+    use crate::message::{
+        BatchSyncResponse, CommitId, RemoteHeads, SedimentreeId, SyncMessage, SyncResult,
+    };
+    use bijou_signing::Identity;
 
     fn item(head: u8) -> SignedItem<LooseCommit> {
         let blob = Blob::from_static(b"blob");
@@ -204,6 +224,79 @@ mod tests {
         let mut patched = wire.to_vec();
         patched.copy_within(source..source + len, at);
         (patched.into(), at)
+    }
+
+    /// Each of the four counts is checked by the length pass, so nothing
+    /// is written for a diff that cannot be encoded.
+    #[test]
+    fn a_count_over_its_field_is_refused_before_anything_is_written() {
+        let over = usize::from(u16::MAX) + 1;
+        let fingerprints: Vec<Fingerprint> = (0..over as u64).map(Fingerprint::from_u64).collect();
+        let empty = SyncDiff::new(vec![], vec![], [], []);
+        let fragment = |i: u8| {
+            let blob = Blob::from_static(b"blob");
+            let payload = Fragment::new(
+                SedimentreeId::new([1; 32]),
+                CommitId::new([i; 32]),
+                [],
+                [],
+                blob.meta(),
+            );
+            SignedItem::new(
+                Signed::seal(&SigningKey::from_bytes(&[2; 32]), &payload).unwrap(),
+                blob,
+            )
+        };
+        let cases = [
+            (
+                "commits",
+                SyncDiff {
+                    commits: vec![item(1); over],
+                    ..empty.clone()
+                },
+            ),
+            (
+                "fragments",
+                SyncDiff {
+                    fragments: vec![fragment(1); over],
+                    ..empty.clone()
+                },
+            ),
+            (
+                "requested_commits",
+                SyncDiff {
+                    requested_commits: fingerprints.clone(),
+                    ..empty.clone()
+                },
+            ),
+            (
+                "requested_fragments",
+                SyncDiff {
+                    requested_fragments: fingerprints,
+                    ..empty.clone()
+                },
+            ),
+        ];
+        for (field, diff) in cases {
+            let refused = Err(WriteError::CountTooLarge {
+                field,
+                len: over,
+                max: u16::MAX.into(),
+            });
+            assert_eq!(diff.wire_len(), refused);
+            // In a message, whose fields before the diff would otherwise
+            // be written first.
+            let message = SyncMessage::BatchSyncResponse(BatchSyncResponse {
+                requestor: SigningKey::from_bytes(&[2; 32]).peer_id(),
+                nonce: 7,
+                id: SedimentreeId::new([1; 32]),
+                result: SyncResult::Ok(diff),
+                responder_heads: RemoteHeads::default(),
+            });
+            let mut out = bytes::BytesMut::new();
+            assert_eq!(message.encode_into(&mut out), refused);
+            assert!(out.is_empty(), "{field}: nothing written");
+        }
     }
 
     #[test]

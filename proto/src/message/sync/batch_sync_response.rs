@@ -42,6 +42,18 @@ pub struct BatchSyncResponse {
 impl Wire for BatchSyncResponse {
     type Error = MessageError;
 
+    /// The fixed fields, then the diff's and the heads' own lengths.
+    fn wire_len(&self) -> Result<usize, WriteError> {
+        let diff = match &self.result {
+            SyncResult::Ok(diff) => diff.wire_len()?,
+            SyncResult::NotFound | SyncResult::Unauthorized => 0,
+        };
+        let fixed = 32 + 8 + 32 + 1;
+        Ok(diff
+            .saturating_add(fixed)
+            .saturating_add(self.responder_heads.wire_len()?))
+    }
+
     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
         w.bytes(self.requestor.as_bytes());
         w.u64(self.nonce);
