@@ -1,7 +1,6 @@
-//! A sync client: push signed commits to a Subduction sync server, each
-//! acknowledged, then fetch the tree back with another key and check it
-//! byte for byte. Each exchange is an operation `Connection::run` starts
-//! and awaits. If a probe finds the tree refused (keyhive enforced, as by
+//! A sync client: push signed commits to a Subduction sync server, each acknowledged, then fetch
+//! the tree back with another key and check it byte for byte. Each exchange is an operation
+//! `Connection::run` starts and awaits. If a probe finds the tree refused (keyhive enforced, as by
 //! default in `subduction_cli`), it is registered first.
 //!
 //! ```text
@@ -9,9 +8,7 @@
 //! cargo run --example sync -- ws://127.0.0.1:7879              # terminal 2
 //! ```
 
-use std::collections::HashSet;
-use std::process::ExitCode;
-use std::time::Duration;
+use std::{collections::HashSet, process::ExitCode, time::Duration};
 
 use bijou_frame::net::keyhive::{Access, DocumentKey, Grantee};
 use bijou_frame::net::message::{Audience, CommitId, SyncMessage, SyncResult};
@@ -42,18 +39,16 @@ const WAIT: Duration = Duration::from_secs(10);
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let result = run(&Args::parse()).await;
-    let Err(e) = result else {
-        return ExitCode::SUCCESS;
-    };
-    eprintln!("error: {e}");
-    ExitCode::FAILURE
+    if let Err(e) = run(&Args::parse()).await {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
 
 async fn run(args: &Args) -> Result<(), Error> {
     let host_port = args.url.split('/').nth(2).unwrap_or(&args.url); // ws://HOST:PORT/..
     let service = args.service_name.as_deref().unwrap_or(host_port);
-    let audience = Audience::discover(service.as_bytes());
     let doc = DocumentKey::from_seed(rand::random()); // tree id = document key
     let tree = doc.tree_id();
     println!("pushing {} commits into tree {tree}", args.count);
@@ -61,7 +56,7 @@ async fn run(args: &Args) -> Result<(), Error> {
     // Connection 1: register the tree if the server asks for it, then push
     // each commit, chained to the previous one, until it is acknowledged.
     let key = key_file::generate()?;
-    let mut conn = connect(&args.url, &key, audience).await?;
+    let mut conn = connect(&args.url, &key, service).await?;
     let probe = conn.run(&key, Operation::Probe(tree), WAIT).await?;
     if let Outcome::Probed(TreeAccess::Unauthorized) = probe {
         let delegation = doc.root_delegation(Grantee::Public, Access::Edit)?;
@@ -86,7 +81,7 @@ async fn run(args: &Args) -> Result<(), Error> {
 
     // Connection 2, another key: fetch the whole tree.
     let key = key_file::generate()?;
-    let mut conn = connect(&args.url, &key, audience).await?;
+    let mut conn = connect(&args.url, &key, service).await?;
     let Outcome::Fetched(response) = conn.run(&key, Operation::Fetch(tree), WAIT).await? else {
         return Err("a fetch ends fetched".into());
     };
@@ -110,9 +105,15 @@ async fn run(args: &Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// A WebSocket connection to `url`, authenticated.
-async fn connect(url: &str, key: &SigningKey, audience: Audience) -> Result<Ws, Error> {
+/// A WebSocket connection to `url`, authenticated, addressed to `service`.
+async fn connect(url: &str, key: &SigningKey, service: &str) -> Result<Ws, Error> {
     let ws = tokio::time::timeout(WAIT, websocket::connect(url)).await;
     let ws = ws.map_err(|_| format!("connecting to {url} timed out"))??;
-    Ok(Connection::connect(ws, key, audience, &ConnectConfig::default()).await?)
+    let audience = Audience::discover(service.as_bytes());
+    match Connection::connect(ws, key, audience, &ConnectConfig::default()).await {
+        Err(e) if e.is_audience_refused() => Err(format!(
+            "{url} does not answer to the service name {service:?}: give the one it was started with (--service-name NAME)"
+        ).into()),
+        connected => Ok(connected?),
+    }
 }

@@ -157,11 +157,14 @@ fn verify(args: &VerifyArgs) -> Result<(), Failure> {
     let claimed = *verified.payload();
     let actual = hash(&args.file)?;
     claimed.check(&actual).map_err(|e| {
-        Failure::check(format!(
-            "{} does not match its signature {} ({e}): the file changed after it was signed by {signer}",
-            args.file.display(),
-            sig.display()
-        ))
+        let (file, sig) = (args.file.display(), sig.display());
+        // A signature names no file: the likelier cause first.
+        let why = if args.sig.is_some() {
+            format!("{sig} was made by {signer} for another file, or {file} changed after it was signed")
+        } else {
+            format!("{file} changed after it was signed by {signer}, or {sig} was made for another file")
+        };
+        Failure::check(format!("{file} does not match its signature {sig} ({e}): {why}"))
     })?;
     println!(
         "OK {}: signed by {signer}, blake3 {}, {} B",

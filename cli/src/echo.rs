@@ -257,7 +257,9 @@ async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
         match tokio::time::timeout_at(deadline, handle).await {
             Err(_) => {
                 report.errors.push(Failure::network(format!(
-                    "timed out after {bound:?} (--timeout)"
+                    "timed out after {bound:?} (--timeout) with {} of {total} frames echoed; \
+                     raise --timeout or lower --count",
+                    bar.position()
                 )));
                 break;
             }
@@ -545,7 +547,13 @@ async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, Failure> {
         Audience::Known(id) => format!("the server key {id}"),
         Audience::Discover(_) => "the echo discovery id".to_owned(),
     };
-    let refused = |e: ConnectError| job.target.refused(&e, &addressed);
+    let refused = |e: ConnectError| {
+        job.target.refused(
+            &e,
+            &addressed,
+            "give the server's peer id with --server-id (`bijou echo --listen` prints it)",
+        )
+    };
     if let Target::Iroh(_) = &job.target {
         let carrier = job.target.carrier().await?;
         let conn = Connection::connect(carrier, &key, job.audience, &ConnectConfig::default())
@@ -659,6 +667,10 @@ async fn session<T: Transport + Send + 'static>(
     Ok(outcome)
 }
 
+/// Round-trip times reserved up front, at most: the rest grow with the
+/// echoes that arrive.
+const RTTS_RESERVED: usize = 1 << 16;
+
 /// How long the checker waits for an echo before counting the rest lost.
 const ECHO_IDLE: Duration = Duration::from_secs(10);
 
@@ -672,7 +684,11 @@ async fn check_echoes<T: Transport>(
     bar: ProgressBar,
 ) -> Result<Outcome, AnyError> {
     let mut out = Outcome {
-        rtts: Vec::with_capacity(usize::try_from(count).unwrap_or(0)),
+        // Grown as echoes arrive: --count may be far more than a run
+        // finishes before its timeout (16 bytes an echo, not a promise).
+        rtts: Vec::with_capacity(
+            usize::try_from(count).map_or(RTTS_RESERVED, |n| n.min(RTTS_RESERVED)),
+        ),
         ..Outcome::default()
     };
     let mut expected: VecDeque<(Bytes, Instant)> = VecDeque::new();

@@ -91,10 +91,17 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             );
         }
     }
+    // The summary is the report's last line: the error line says what
+    // failed without repeating it.
     match summary.status() {
         Status::Clean => Ok(()),
-        Status::BadFrames => Err(Failure::check(format!("{summary}"))),
-        Status::BadStream => Err(Failure::input(format!("{summary}"))),
+        Status::BadFrames => Err(Failure::check(format!(
+            "{} frame(s) did not decode or verify; each is marked in the report",
+            summary.bad
+        ))),
+        Status::BadStream => Err(Failure::input(
+            "the byte stream breaks where said above; the report stops there",
+        )),
     }
 }
 

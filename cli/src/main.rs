@@ -3,7 +3,7 @@
 //! API.
 //!
 //! ```text
-//! cargo install --path cli          # installs `bijou`
+//! cargo install --path cli --locked # installs `bijou`
 //! bijou keygen --out me.key         # prints the peer id
 //! bijou blob sign report.pdf --key me.key
 //! bijou blob verify report.pdf      # reads report.pdf.sig

@@ -200,6 +200,9 @@ const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 use crate::keygen::new_key;
 
+/// What to try when a server refuses the audience we addressed.
+const SYNC_RETRY: &str = "give the server's own --service-name, or its peer id with --server-id";
+
 /// Runs the push and the fetch and prints the summary.
 pub async fn run(args: &Args) -> Result<(), Failure> {
     let outcome = push_and_fetch(args).await?;
@@ -471,7 +474,7 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     };
     let (mut conn, handshake) = job
         .target
-        .open(&key_a, job.audience, &job.addressed)
+        .open(&key_a, job.audience, &job.addressed, SYNC_RETRY)
         .await?;
     outcome.pusher = Some(conn.local_peer());
     outcome.remote = Some(conn.remote_peer());
@@ -498,7 +501,7 @@ async fn client(job: &ClientJob, key_a: SigningKey, plan: &Plan) -> Result<Outco
     };
     let (mut conn, handshake) = job
         .target
-        .open(&key_b, job.audience, &job.addressed)
+        .open(&key_b, job.audience, &job.addressed, SYNC_RETRY)
         .await?;
     outcome.fetcher = Some(conn.local_peer());
     outcome.handshakes.1 = handshake;

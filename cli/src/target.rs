@@ -175,11 +175,14 @@ impl Target {
     pub async fn carrier(&self) -> Result<Carrier, Failure> {
         match self {
             Self::Ws(url) => {
-                let ws = tokio::time::timeout(CONNECT_TIMEOUT, websocket::connect(url))
+                // TCP first, so a refused connection gets the same hint on
+                // every transport; then the upgrade.
+                let io = self.tcp().await?;
+                let ws = tokio::time::timeout(CONNECT_TIMEOUT, websocket::client(io, url))
                     .await
                     .map_err(|_| {
                         Failure::network(format!(
-                            "connecting to {url} timed out after {CONNECT_TIMEOUT:?}"
+                            "WebSocket upgrade at {url} timed out after {CONNECT_TIMEOUT:?}"
                         ))
                     })?
                     .map_err(|e| Failure::network(format!("cannot open {url}: {e}")))?;
@@ -192,37 +195,60 @@ impl Target {
 
     /// Connects and runs the handshake; also returns how long both took.
     /// `addressed` names the audience for the error text (`the service
-    /// name "HOST:PORT"`).
+    /// name "HOST:PORT"`), `retry` the command's own flags that address
+    /// another (see [`Target::refused`]).
     pub async fn open(
         &self,
         key: &SigningKey,
         audience: Audience,
         addressed: &str,
+        retry: &str,
     ) -> Result<(Connection<Carrier>, Duration), Failure> {
         let t0 = Instant::now();
         let carrier = self.carrier().await?;
         let conn = Connection::connect(carrier, key, audience, &ConnectConfig::default())
             .await
-            .map_err(|e| self.refused(&e, addressed))?;
+            .map_err(|e| self.refused(&e, addressed, retry))?;
         Ok((conn, t0.elapsed()))
     }
 
     /// The handshake failure as the user should read it: what we sent,
-    /// and, for an audience refusal, which flags to try.
-    pub fn refused(&self, err: &ConnectError, addressed: &str) -> Failure {
-        let audience_refused = matches!(
-            err.handshake(),
-            Some(HandshakeError::Rejected {
-                reason: RejectionReason::InvalidAudience,
-                ..
-            })
-        );
-        let tip = if audience_refused {
-            format!(
-                " [we addressed {addressed}: give the server's own --service-name, or its peer id with --server-id]"
-            )
-        } else {
-            String::new()
+    /// and what to try: for an audience refusal, `retry` (the command's
+    /// own flags, such as "give the server's peer id with --server-id");
+    /// for a framed server that closed on us, the other length prefixes.
+    pub fn refused(&self, err: &ConnectError, addressed: &str, retry: &str) -> Failure {
+        let audience_refused = match err.handshake() {
+            Some(
+                rejected @ HandshakeError::Rejected {
+                    reason: RejectionReason::InvalidAudience,
+                    ..
+                },
+            ) => Some(rejected),
+            _ => None,
+        };
+        if let Some(rejected) = audience_refused {
+            // The refusal itself, and this command's flags: not the
+            // library's hint, which speaks of its API.
+            return Failure::network(format!(
+                "handshake with {self} failed: {rejected} [we addressed {addressed}: {retry}]"
+            ));
+        }
+        let tip = match (self, err) {
+            // A framed server reading another prefix takes our first
+            // frame's length for garbage and closes without a word.
+            (Self::Tcp { prefix, .. }, ConnectError::Closed { .. }) => {
+                let others: Vec<&str> = PrefixKind::ALL
+                    .iter()
+                    .filter(|other| *other != prefix)
+                    .map(|other| other.name())
+                    .collect();
+                format!(
+                    " [we framed with --prefix {}; a server on another prefix closes like this too: try --prefix {}]",
+                    prefix.name(),
+                    others.join(" or --prefix ")
+                )
+            }
+            _ => String::new(),
         };
         Failure::network(format!("handshake with {self} failed: {err}{tip}"))
     }
@@ -272,7 +298,7 @@ pub fn no_iroh() -> Failure {
 
 #[cfg(not(feature = "iroh"))]
 const NO_IROH: &str =
-    "this bijou was built without iroh (reinstall with `cargo install --path cli --features iroh`)";
+    "this bijou was built without iroh (reinstall with `cargo install --path cli --locked --features iroh`)";
 
 /// Connects to an iroh node from this process's client endpoint.
 #[cfg(feature = "iroh")]

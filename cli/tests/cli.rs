@@ -154,8 +154,18 @@ fn any_changed_byte_of_file_or_signature_fails_with_a_reason() {
     std::fs::write(dir.join("f"), b"the quick brown fix").expect("write");
     let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "f"]));
     assert_eq!(code, 1);
-    one_error_line(&err, "the file changed after it was signed");
+    one_error_line(&err, "f changed after it was signed by");
     assert!(err.contains("blob digest is"), "{err}");
+    // Friction: another file's signature, named on purpose, was reported as
+    // this file having changed.
+    std::fs::write(dir.join("g"), b"another file").expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "verify", "g", "f.sig"]));
+    assert_eq!(code, 1);
+    one_error_line(&err, "f.sig was made by ");
+    assert!(
+        err.ends_with("for another file, or g changed after it was signed\n"),
+        "{err}"
+    );
     // Stdin closed early: a truncated file.
     let (code, _, err) = run(&bijou_stdin(
         &dir,
@@ -337,21 +347,28 @@ fn inspect_detects_the_prefix_and_hex_and_hints_when_forced_wrong() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// Starts `bijou serve` on an ephemeral port; returns it, its address and
-/// its peer id (from its first line).
-fn serve(dir: &Path) -> (Child, String, String) {
+/// Starts a server (`bijou serve`, `bijou echo --listen`); returns it and
+/// the first line it printed.
+fn server(dir: &Path, args: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIJOU)
-        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("serve runs");
+        .expect("the server runs");
     let mut first = String::new();
     let mut log = BufReader::new(child.stdout.take().expect("stdout"));
     log.read_line(&mut first).expect("a first line");
     // Keep reading the log, as a terminal would.
     std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    (child, first)
+}
+
+/// Starts `bijou serve` on an ephemeral port; returns it, its address and
+/// its peer id (from its first line).
+fn serve(dir: &Path) -> (Child, String, String) {
+    let (child, first) = server(dir, &["serve", "--listen", "127.0.0.1:0"]);
     // "sync server S <id> listening on WebSocket ws://127.0.0.1:PORT/; ..."
     let id = first
         .split_whitespace()
@@ -411,6 +428,8 @@ fn sync_against_serve_and_the_audience_hint() {
         "{err}"
     );
     assert!(err.contains("--service-name"), "{err}");
+    // The command's flags, not the library's API names.
+    assert!(!err.contains("Audience::"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
@@ -529,6 +548,45 @@ fn an_echo_refused_by_audience_says_what_it_addressed() {
     assert_eq!(code, 3, "{err}");
     one_error_line(&err, "we addressed the echo discovery id");
     assert!(err.contains("--server-id"), "{err}");
+    // Friction: the hint named --service-name, which echo does not have,
+    // and the library's API names.
+    assert!(!err.contains("--service-name"), "{err}");
+    assert!(!err.contains("Audience::"), "{err}");
+}
+
+/// Friction: a client on another length prefix than the server's was told
+/// the server might be a WebSocket server; only the server's log named the
+/// prefix. The client now names the prefixes to try.
+#[test]
+fn an_echo_on_another_prefix_is_told_which_prefixes_to_try() {
+    let dir = scratch("echoprefix");
+    let (child, first) = server(&dir, &["echo", "--listen", "127.0.0.1:0"]);
+    let _server = Killed(child);
+    // "echo server B <id> listening on 127.0.0.1:PORT (prefix bijou64); ..."
+    let addr = first
+        .split_whitespace()
+        .find(|word| word.starts_with("127.0.0.1:"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(first.contains("(prefix bijou64)"), "{first}");
+    let (code, _, err) = run(&bijou(
+        &dir,
+        &[
+            "echo",
+            "--connect",
+            &addr,
+            "--prefix",
+            "leb128",
+            "--count",
+            "1",
+        ],
+    ));
+    assert_eq!(code, 3, "{err}");
+    one_error_line(&err, "we framed with --prefix leb128");
+    assert!(
+        err.contains("try --prefix bijou64 or --prefix u32-be"),
+        "{err}"
+    );
 }
 
 /// `bijou blob --help` and the README give the signature file's size as the
@@ -543,4 +601,99 @@ fn the_stated_signature_file_size_is_the_codes() {
     assert!(out.contains(&format!("{min} to {max} bytes")), "{out}");
     let readme = include_str!("../../README.md");
     assert!(readme.contains(&format!("{min}-{max} bytes")));
+}
+
+/// Friction: `--count` far beyond what a run can finish reserved memory
+/// for every frame up front and aborted (exit 134); a timeout said nothing
+/// of how far the run got.
+#[test]
+fn a_count_beyond_the_timeout_times_out_and_says_how_far_it_got() {
+    let dir = scratch("hugecount");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &["echo", "--count", "1000000000000", "--timeout", "1"],
+    ));
+    assert_eq!(code, 3, "{out}{err}");
+    one_error_line(&err, "timed out after 1s (--timeout) with ");
+    assert!(
+        err.contains(" of 1000000000000 frames echoed; raise --timeout or lower --count"),
+        "{err}"
+    );
+}
+
+/// Friction: `cargo install --path cli` without `--locked` re-resolved
+/// every dependency. Every install command the project shows is locked.
+#[test]
+fn every_install_command_shown_is_locked() {
+    let shown = [
+        ("README.md", include_str!("../../README.md")),
+        ("cli/src/main.rs", include_str!("../src/main.rs")),
+        ("cli/src/target.rs", include_str!("../src/target.rs")),
+    ];
+    let mut seen = 0;
+    for (file, text) in shown {
+        for line in text.lines().filter(|l| l.contains("cargo install --path")) {
+            assert!(line.contains("--locked"), "{file}: {line}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 4, "the install commands were found ({seen})");
+}
+
+/// Friction: `sync` to a port nobody listens on lacked echo's hint.
+#[test]
+fn sync_that_cannot_connect_says_what_to_check_on_every_transport() {
+    let dir = scratch("syncrefused");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a port");
+    for target in [
+        format!("ws://127.0.0.1:{port}"),
+        format!("127.0.0.1:{port}"),
+    ] {
+        let (code, out, err) = run(&bijou(
+            &dir,
+            &["sync", "--connect", &target, "--count", "1"],
+        ));
+        assert_eq!(code, 3, "{out}{err}");
+        one_error_line(&err, &format!("cannot connect to 127.0.0.1:{port}"));
+        assert!(
+            err.contains("is the server running, and on this port?"),
+            "{err}"
+        );
+    }
+}
+
+/// Friction: a failed inspection printed its summary twice (the report's
+/// last line on stdout, then again as the error on stderr).
+#[test]
+fn a_failed_inspection_states_its_summary_once() {
+    let dir = scratch("inspect-once");
+    // One frame whose message is cut short, then a prefix announcing more
+    // bytes than follow.
+    std::fs::write(dir.join("bad.cap"), b"\x05SUM\x00\x00\x7aSUM").expect("write");
+    let (code, out, err) = run(&bijou(&dir, &["inspect", "bad.cap"]));
+    assert_eq!(code, 2, "{out}{err}");
+    let both = format!("{out}{err}");
+    assert_eq!(both.matches("with problems").count(), 1, "{both}");
+    assert!(
+        out.ends_with("with problems; stream malformed, stopped\n"),
+        "{out}"
+    );
+    assert!(
+        err.ends_with("error: the byte stream breaks where said above; the report stops there\n"),
+        "{err}"
+    );
+    std::fs::write(dir.join("frames.cap"), b"\x05SUM\x00\x00").expect("write");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &["inspect", "frames.cap", "--prefix", "bijou64"],
+    ));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(format!("{out}{err}").matches("with problems").count(), 1);
+    assert!(
+        err.ends_with("error: 1 frame(s) did not decode or verify; each is marked in the report\n"),
+        "{err}"
+    );
 }

@@ -144,6 +144,21 @@ impl ConnectError {
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Timeout { .. })
     }
+
+    /// Whether the server refused the audience we addressed: it is neither
+    /// the key nor the service name the challenge named. A program says
+    /// which of its own settings chooses the audience (a `--service-name`
+    /// flag, say).
+    #[must_use]
+    pub fn is_audience_refused(&self) -> bool {
+        matches!(
+            self,
+            Self::Handshake(HandshakeError::Rejected {
+                reason: RejectionReason::InvalidAudience,
+                ..
+            })
+        )
+    }
 }
 
 impl From<HandshakeError> for ConnectError {

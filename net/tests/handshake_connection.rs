@@ -138,13 +138,20 @@ async fn wrong_audience_is_refused_and_the_initiator_learns_why() {
                 ..
             }))
         ));
+        // What a program asks to say which of its settings to change.
+        assert!(client
+            .as_ref()
+            .is_err_and(ConnectError::is_audience_refused));
+        let refused_here = server.await.expect("join");
         assert!(matches!(
-            server.await.expect("join"),
+            refused_here,
             Err(ConnectError::Handshake(HandshakeError::Refused {
                 reason: RejectionReason::InvalidAudience,
                 signature: None
             }))
         ));
+        // The responder refused; it was not refused.
+        assert!(!refused_here.is_err_and(|e| e.is_audience_refused()));
     })
     .await
     .expect("bounded");

@@ -90,7 +90,29 @@ async fn a_framed_client_at_a_websocket_server_is_told_so() {
         "{err:?}"
     );
     assert!(err.to_string().contains("ws://"), "{err}");
-    assert!(server.await.expect("task").is_err());
+    // The server's side, as its log shows it: not HTTP, said once, with the
+    // first bytes the client sent (a bijou64 length, then "SUH").
+    let refused = server.await.expect("task").expect_err("refused");
+    let TransportError::WebSocket(inner) = &refused else {
+        panic!("{refused:?}")
+    };
+    assert!(
+        matches!(
+            inner.downcast_ref::<UpgradeError>(),
+            Some(UpgradeError::NotHttp { first, .. }) if first[1..] == *b"SUH"
+        ),
+        "{refused:?}"
+    );
+    let said = refused.to_string();
+    assert_eq!(
+        said.matches("WebSocket protocol error").count(),
+        1,
+        "{said}"
+    );
+    assert!(
+        said.contains("not HTTP") && said.contains("framed"),
+        "{said}"
+    );
 }
 
 /// Reads the client's challenge, then writes `reply` raw and closes.

@@ -98,6 +98,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::handshake::client::{generate_request, Response};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::handshake::machine::TryParse;
@@ -166,6 +167,16 @@ pub enum UpgradeError {
     BadHeader {
         /// The header's name.
         header: &'static str,
+    },
+    /// The peer's first bytes are not an HTTP head at all: a framed peer
+    /// (a length prefix over TCP) sends this, where a WebSocket peer sends
+    /// an HTTP upgrade.
+    #[error("the peer's first bytes are not HTTP ({first:02x?}, {have} bytes read); is it a framed (length-prefixed TCP) peer? Both ends must use the same transport: a WebSocket server is reached with a ws:// URL")]
+    NotHttp {
+        /// Up to the first four bytes the peer sent.
+        first: Vec<u8>,
+        /// Bytes read.
+        have: usize,
     },
     /// tungstenite refused the request or the head.
     #[error(transparent)]
@@ -280,7 +291,16 @@ async fn read_head<T: TryParse, S: AsyncRead + Unpin>(
             return Err(upgrade_error(at_eof(buf.len())));
         };
         buf.extend_from_slice(read);
-        if let Some((size, parsed)) = T::try_parse(&buf).map_err(ws_error)? {
+        let parsed = T::try_parse(&buf).map_err(|e| match e {
+            WsError::Protocol(ProtocolError::HttparseError(_)) => {
+                upgrade_error(UpgradeError::NotHttp {
+                    first: buf.iter().take(4).copied().collect(),
+                    have: buf.len(),
+                })
+            }
+            other => ws_error(other),
+        })?;
+        if let Some((size, parsed)) = parsed {
             let tail = buf.get(size..).map(BytesMut::from).unwrap_or_default();
             return Ok((parsed, tail));
         }
