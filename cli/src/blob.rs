@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bijou_frame::prelude::{Identity, Wire};
-use bijou_frame::signing::key_file::read_key_file;
 use bijou_frame::signing::{BlobStatement, Digest, PeerId, Signed};
 use indicatif::ProgressBar;
 
@@ -54,7 +53,7 @@ pub enum Command {
 pub struct SignArgs {
     /// The file to sign; `-` reads stdin.
     pub file: PathBuf,
-    /// The key file (64 hex digits, as `bijou keygen` writes).
+    /// The key file, as `bijou keygen` writes it.
     #[arg(long, value_name = "KEY")]
     pub key: PathBuf,
     /// Where to write the signature (default FILE.sig; required for stdin).
@@ -113,7 +112,7 @@ fn sig_path(file: &Path, given: Option<&PathBuf>, flag: &str) -> Result<PathBuf,
 
 fn sign(args: &SignArgs) -> Result<(), Failure> {
     check_file(&args.file)?;
-    let key = read_key_file(&args.key).map_err(Failure::input)?;
+    let key = crate::keygen::read_key(&args.key)?;
     let out = sig_path(&args.file, args.out.as_ref(), "--out SIG")?;
     let statement = hash(&args.file)?;
     let signed =

@@ -3,17 +3,27 @@
 
 use std::path::PathBuf;
 
-use bijou_frame::signing::key_file::{generate, write_key_file};
+use std::path::Path;
+
+use bijou_frame::signing::ed25519_dalek::SigningKey;
+use bijou_frame::signing::key_file::{
+    generate, read_key_file, write_key_file, KeyFileError, KeyForm,
+};
 use bijou_frame::signing::Identity;
 
 use crate::exit::Failure;
 
 /// Make a new signing key and write it to a key file.
 ///
-/// The file holds the 32-byte Ed25519 seed as 64 hex digits and a newline,
-/// the format `subduction_cli --key-file` reads, readable by its owner
-/// only. An existing file is never overwritten. The key's peer id (its
-/// public key, 64 hex digits) is printed on stdout.
+/// The file holds the secret 32-byte Ed25519 seed, labelled, with the
+/// public peer id beside it, readable by its owner only:
+///   bijou-secret-key v1
+///   seed <64 hex digits>
+///   peer-id <64 hex digits>
+/// With --bare-hex it holds the seed's 64 hex digits alone, the form
+/// `subduction_cli --key-file` reads (bijou reads both). An existing file
+/// is never overwritten. The peer id is printed on stdout: it is public,
+/// and never a key file.
 ///
 /// Example:
 ///   bijou keygen --out me.key
@@ -26,6 +36,10 @@ pub struct Args {
     /// Where to write the key file (must not exist yet).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Write the seed's 64 hex digits alone, as `subduction_cli
+    /// --key-file` reads them.
+    #[arg(long)]
+    pub bare_hex: bool,
 }
 
 /// A new key from the operating system's randomness.
@@ -35,7 +49,12 @@ pub fn new_key() -> Result<bijou_frame::signing::ed25519_dalek::SigningKey, Fail
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let key = new_key()?;
-    write_key_file(&args.out, &key).map_err(|e| {
+    let form = if args.bare_hex {
+        KeyForm::BareHex
+    } else {
+        KeyForm::Labelled
+    };
+    write_key_file(&args.out, &key, form).map_err(|e| {
         Failure::input(format!(
             "{e}{}",
             if args.out.exists() {
@@ -47,4 +66,28 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     })?;
     println!("{}", key.peer_id());
     Ok(())
+}
+
+/// Reads the key file of a `--key` flag: a missing file points to
+/// `bijou keygen`, and a bare 64-hex-digit file (which a public peer id
+/// looks like) is read with a warning on stderr.
+pub fn read_key(path: &Path) -> Result<SigningKey, Failure> {
+    let (key, form) = read_key_file(path).map_err(|e| match &e {
+        KeyFileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Failure::input(format!(
+                "{e}; make a key with `bijou keygen --out {}`",
+                path.display()
+            ))
+        }
+        _ => Failure::input(e),
+    })?;
+    if form == KeyForm::BareHex {
+        eprintln!(
+            "warning: key file {} holds 64 hex digits alone, as a peer id (a public key) does: \
+             if it is a peer id, this signs as another identity, {}. `bijou keygen` writes labelled key files",
+            path.display(),
+            key.peer_id()
+        );
+    }
+    Ok(key)
 }

@@ -28,7 +28,7 @@ use bijou_frame::net::message::{
 };
 use bijou_frame::net::transport::websocket;
 use bijou_frame::net::Connection;
-use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob, Identity, PeerId, Signed};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
@@ -573,7 +573,7 @@ async fn serve_iroh(_: &Args, _: SigningKey) -> Result<(), Failure> {
 /// `bijou serve`: our server alone, until interrupted.
 pub async fn run(args: &Args) -> Result<(), Failure> {
     let key = match &args.key {
-        Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
+        Some(path) => crate::keygen::read_key(path)?,
         None => crate::keygen::new_key()?,
     };
     if args.transport == TransportArg::Iroh {

@@ -41,7 +41,7 @@ use bijou_frame::net::message::{
 use bijou_frame::net::session::{self, Operation, OperationError, OperationId, TreeAccess};
 use bijou_frame::net::{Connection, RunError, DEFAULT_MAX_FRAME_LENGTH};
 use bijou_frame::prelude::Wire;
-use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob, Identity, PeerId, Signed};
+use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
@@ -284,7 +284,7 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
     };
     let seed = args.seed.unwrap_or_else(rand::random);
     let key_a = match &args.key {
-        Some(path) => key_file::read_key_file(path).map_err(Failure::input)?,
+        Some(path) => crate::keygen::read_key(path)?,
         None => new_key()?,
     };
     // The tree is a keyhive document of our own (tree id = document key),

@@ -76,13 +76,23 @@ fn keygen_writes_a_key_file_and_never_overwrites_one() {
     let dir = scratch("keygen");
     let id = keygen(&dir, "me.key");
     let key = std::fs::read_to_string(dir.join("me.key")).expect("key file");
-    assert_eq!(key.len(), 65);
-    assert!(key.trim().chars().all(|c| c.is_ascii_hexdigit()));
-    assert_ne!(
-        key.trim(),
-        id,
-        "the file holds the seed, stdout the public id"
+    // Labelled: the secret seed, and the public id beside it (stdout's).
+    let lines: Vec<&str> = key.lines().collect();
+    assert_eq!(lines.len(), 3, "{key}");
+    assert_eq!(lines[0], "bijou-secret-key v1");
+    assert!(
+        lines[1].starts_with("seed ") && lines[1].len() == 5 + 64,
+        "{key}"
     );
+    assert_eq!(lines[2], format!("peer-id {id}"));
+    assert_ne!(&lines[1][5..], id, "the seed is not the public id");
+    // --bare-hex: the seed alone, as subduction_cli reads it.
+    let (code, out, err) = run(&bijou(&dir, &["keygen", "--out", "bare.key", "--bare-hex"]));
+    assert_eq!(code, 0, "{err}");
+    let bare = std::fs::read_to_string(dir.join("bare.key")).expect("key file");
+    assert_eq!(bare.len(), 65);
+    assert!(bare.trim().chars().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(bare.trim(), out.trim());
     let (code, _, err) = run(&bijou(&dir, &["keygen", "--out", "me.key"]));
     assert_eq!(code, 2);
     one_error_line(&err, "never overwrites");
@@ -230,7 +240,8 @@ fn bad_files_and_keys_get_one_line_and_exit_2() {
     std::fs::write(dir.join("short.key"), "abcd\n").expect("write");
     std::fs::write(dir.join("nothex.key"), "zz".repeat(32)).expect("write");
     std::fs::write(dir.join("empty"), b"").expect("write");
-    let cases: [(&[&str], &str); 7] = [
+    std::fs::write(dir.join("binary.key"), [0xFFu8; 64]).expect("write");
+    let cases: [(&[&str], &str); 8] = [
         (
             &["blob", "sign", "missing", "--key", "me.key"],
             "cannot read missing",
@@ -244,9 +255,16 @@ fn bad_files_and_keys_get_one_line_and_exit_2() {
             &["blob", "sign", "f", "--key", "nothex.key"],
             "64 hex digits",
         ),
+        // Friction: a missing key file did not say how to make one.
         (
             &["blob", "sign", "f", "--key", "missing.key"],
-            "key file missing.key",
+            "make a key with `bijou keygen --out missing.key`",
+        ),
+        // Friction: a binary key file said "stream did not contain valid
+        // UTF-8"; now what it is not, and what a key file is.
+        (
+            &["blob", "sign", "f", "--key", "binary.key"],
+            "key file binary.key holds no key: it is not text. A key file is what `bijou keygen --out FILE` writes",
         ),
         (&["blob", "verify", "f"], "cannot read f.sig"),
         (&["blob", "verify", "missing"], "cannot read missing"),
@@ -695,5 +713,46 @@ fn a_failed_inspection_states_its_summary_once() {
     assert!(
         err.ends_with("error: 1 frame(s) did not decode or verify; each is marked in the report\n"),
         "{err}"
+    );
+}
+
+/// Friction: a file holding a peer id (what keygen prints) was taken as a
+/// secret seed without a word, and signed as another identity. A labelled
+/// key file cannot be mistaken for one; a bare 64-hex-digit file (the form
+/// subduction_cli reads) is still read, with a warning naming the identity
+/// it signs as.
+#[test]
+fn a_peer_id_used_as_a_key_file_is_warned_about() {
+    let dir = scratch("peerid-key");
+    let id = keygen(&dir, "me.key");
+    std::fs::write(dir.join("id.txt"), format!("{id}\n")).expect("write");
+    std::fs::write(dir.join("f"), b"x").expect("write");
+    let (code, out, err) = run(&bijou(&dir, &["blob", "sign", "f", "--key", "me.key"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "a labelled key file reads quietly: {err}");
+    assert!(out.contains(&format!("by {id}")), "{out}");
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &["blob", "sign", "f", "--key", "id.txt", "--out", "f.sig2"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let warning: Vec<&str> = err.lines().collect();
+    assert_eq!(warning.len(), 1, "{err}");
+    assert!(
+        warning[0].starts_with(
+            "warning: key file id.txt holds 64 hex digits alone, as a peer id (a public key) does"
+        ),
+        "{err}"
+    );
+    assert!(!out.contains(&id), "it signs as another identity: {out}");
+    // A labelled file whose peer id is another key's is refused.
+    let text = std::fs::read_to_string(dir.join("me.key")).expect("key");
+    let other = keygen(&dir, "other.key");
+    std::fs::write(dir.join("mixed.key"), text.replace(&id, &other)).expect("write");
+    let (code, _, err) = run(&bijou(&dir, &["blob", "sign", "f", "--key", "mixed.key"]));
+    assert_eq!(code, 2, "{err}");
+    one_error_line(
+        &err,
+        &format!("its peer id {other} is not its seed's ({id})"),
     );
 }

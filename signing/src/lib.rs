@@ -38,8 +38,9 @@
 //! - [`Verified<T>`]: obtainable only by verification.
 //! - [`verify_batch`]: many at once, with the strict accept set.
 //! - [`key_file`] (feature `std`): new keys from the operating system's
-//!   randomness, and key files (64 hex digits, as `subduction_cli
-//!   --key-file` reads them).
+//!   randomness, and key files (labelled, with the peer id beside the
+//!   seed; the bare 64 hex digits `subduction_cli --key-file` reads are
+//!   read too).
 //! - [`Identity`], [`PeerId`]: who signs, and how peers are named
 //!   (`Display`/`FromStr` as lower-case hex; `serde` with the `serde`
 //!   feature).
