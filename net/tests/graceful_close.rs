@@ -1,6 +1,7 @@
 //! `Connection::shutdown`: our close, then the peer's, over WebSocket (the
 //! close handshake) and framed TCP, on real loopback sockets; the peer
-//! reads every message and sees a clean end, never a reset.
+//! reads every message and sees a clean end, never a reset. A peer that
+//! never answers costs the grace period, on virtual time.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use bijou_net::message::{Audience, DataRequestRejected, SedimentreeId, SyncMessa
 use bijou_net::transport::{websocket, FramedTransport, Transport};
 use bijou_net::{prefix::Bijou64, Connection};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
+use bijou_test_support::connections::duplex_pair;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
 
@@ -129,47 +131,27 @@ async fn framed_shutdown_waits_for_the_peers_end_of_stream() {
     );
 }
 
-#[tokio::test]
+/// On virtual time (an in-memory pipe, so nothing real waits): the wait
+/// for a peer that never answers our close is the grace period, exactly.
+#[tokio::test(start_paused = true)]
 async fn a_peer_that_never_closes_costs_only_the_grace_period() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let server_key = SigningKey::from_bytes(&[2; 32]);
-    let key = server_key.clone();
-    let server = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.expect("accept");
-        let framed = FramedTransport::new(tcp, Bijou64);
-        let conn = Connection::accept(
-            framed,
-            &key,
-            &Responder::new(HandshakeConfig::default()),
-            &ConnectConfig::default(),
-        )
-        .await
-        .expect("handshake");
-        // Holds the connection open without reading.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        drop(conn);
-    });
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let key = SigningKey::from_bytes(&[1; 32]);
-    let mut conn = Connection::connect(
-        FramedTransport::new(tcp, Bijou64),
-        &key,
-        Audience::Known(server_key.peer_id()),
-        &ConnectConfig::default(),
-    )
-    .await
-    .expect("handshake");
-    let started = std::time::Instant::now();
+    let (client_key, server_key) = (
+        SigningKey::from_bytes(&[1; 32]),
+        SigningKey::from_bytes(&[2; 32]),
+    );
+    // The server end stays open, unread, until the test ends.
+    let (mut conn, _server) =
+        duplex_pair(&client_key, &server_key, &ConnectConfig::default()).await;
+    let started = tokio::time::Instant::now();
     let closed = conn
         .shutdown(Duration::from_millis(300))
         .await
         .expect("shutdown");
     assert!(!closed.peer_closed);
+    let waited = started.elapsed();
+    // Timers have millisecond resolution: the grace period, rounded up.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
+        (Duration::from_millis(300)..=Duration::from_millis(301)).contains(&waited),
+        "{waited:?}"
     );
-    server.abort();
 }
