@@ -52,3 +52,9 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of SUBDUCTION.md (moved from the README), doc tests as
+/// they were there.
+#[cfg(doctest)]
+#[doc = include_str!("../SUBDUCTION.md")]
+pub struct SubductionDoctests;
