@@ -162,45 +162,110 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     }
 }
 
-async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
+/// `--listen`: only the echo server, until Ctrl-C.
+async fn listen<P: LengthPrefix>(addr: SocketAddr, transport: TransportArg) -> Result<(), Failure> {
+    let cannot = |e: std::io::Error| Failure::input(format!("cannot listen on {addr}: {e}"));
+    let listener = TcpListener::bind(addr).await.map_err(cannot)?;
+    let local = listener.local_addr().map_err(cannot)?;
+    let server = Server::new(new_key()?);
+    println!(
+        "echo server B {} listening on {local} ({}); Ctrl-C to stop",
+        server.key.peer_id(),
+        transport_name::<P>(transport)
+    );
+    tokio::select! {
+        () = Arc::new(server).serve::<P>(listener, transport, true) => {}
+        _ = tokio::signal::ctrl_c() => println!("interrupted: stopping"),
+    }
+    Ok(())
+}
+
+/// Where the senders connect: `--connect`, or an echo server started here
+/// in process (then also the server).
+async fn where_to_echo<P: LengthPrefix>(
+    args: &Args,
+) -> Result<(Target, Option<Arc<Server>>), Failure> {
+    if let Some(spec) = &args.connect {
+        return Ok((Target::parse(spec, args.transport, P::KIND)?, None));
+    }
+    if args.transport == TransportArg::Iroh {
+        let (target, server) = in_process_iroh().await?;
+        return Ok((target, Some(server)));
+    }
+    let cannot = |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(cannot)?;
+    let addr = listener.local_addr().map_err(cannot)?;
+    let server = Arc::new(Server::new(new_key()?));
+    let serving = Arc::clone(&server);
+    let transport = args.transport;
+    tokio::spawn(async move { serving.serve::<P>(listener, transport, false).await });
+    Ok((Target::local(addr, args.transport, P::KIND), Some(server)))
+}
+
+/// Spawns the `--peers` senders and gathers what each found, until the
+/// `--timeout`; also returns the first sender's capture, if asked for.
+async fn run_senders<P: LengthPrefix>(
+    args: &Args,
+    target: &Target,
+    audience: Audience,
+    seed: u64,
+    total: u64,
+    bar: &ProgressBar,
+) -> (Report, Option<Vec<u8>>) {
     let bound = Duration::from_secs(args.timeout);
+    let clients: Vec<_> = (0..args.peers)
+        .map(|i| {
+            tokio::spawn(client::<P>(ClientJob {
+                target: target.clone(),
+                audience,
+                count: args.count,
+                blob_size: args.blob_size,
+                window: args.window,
+                seed: seed.wrapping_add(u64::from(i)),
+                capture: i == 0 && args.capture.is_some(),
+                bar: bar.clone(),
+            }))
+        })
+        .collect();
+    let mut report = Report {
+        window: args.window,
+        ..Report::default()
+    };
+    let mut captured = None;
+    let deadline = tokio::time::Instant::now() + bound;
+    for handle in clients {
+        match tokio::time::timeout_at(deadline, handle).await {
+            Err(_) => {
+                report.errors.push(Failure::network(format!(
+                    "timed out after {bound:?} (--timeout) with {} of {total} frames echoed; \
+                     raise --timeout or lower --count",
+                    bar.position()
+                )));
+                break;
+            }
+            Ok(Err(join)) => report
+                .errors
+                .push(Failure::network(format!("client task failed: {join}"))),
+            Ok(Ok(Err(e))) => report.errors.push(e),
+            Ok(Ok(Ok(outcome))) => {
+                if outcome.capture.is_some() {
+                    captured = outcome.capture.clone();
+                }
+                report.add(outcome);
+            }
+        }
+    }
+    (report, captured)
+}
+
+async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
     if let (Some(addr), TransportArg::Iroh) = (args.listen, args.transport) {
         return listen_iroh(addr).await;
     }
     if let Some(addr) = args.listen {
-        let cannot = |e: std::io::Error| Failure::input(format!("cannot listen on {addr}: {e}"));
-        let listener = TcpListener::bind(addr).await.map_err(cannot)?;
-        let local = listener.local_addr().map_err(cannot)?;
-        let server = Server::new(new_key()?);
-        println!(
-            "echo server B {} listening on {local} ({}); Ctrl-C to stop",
-            server.key.peer_id(),
-            transport_name::<P>(args.transport)
-        );
-        tokio::select! {
-            () = Arc::new(server).serve::<P>(listener, args.transport, true) => {}
-            _ = tokio::signal::ctrl_c() => println!("interrupted: stopping"),
-        }
-        return Ok(());
+        return listen::<P>(addr, args.transport).await;
     }
-    let (target, server) = match &args.connect {
-        Some(spec) => (Target::parse(spec, args.transport, P::KIND)?, None),
-        None if args.transport == TransportArg::Iroh => {
-            let (target, server) = in_process_iroh().await?;
-            (target, Some(server))
-        }
-        None => {
-            let cannot =
-                |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));
-            let listener = TcpListener::bind("127.0.0.1:0").await.map_err(cannot)?;
-            let addr = listener.local_addr().map_err(cannot)?;
-            let server = Arc::new(Server::new(new_key()?));
-            let serving = Arc::clone(&server);
-            let transport = args.transport;
-            tokio::spawn(async move { serving.serve::<P>(listener, transport, false).await });
-            (Target::local(addr, args.transport, P::KIND), Some(server))
-        }
-    };
+    let (target, server) = where_to_echo::<P>(args).await?;
     let transport = target.transport();
     let audience = match (&server, args.server_id) {
         (Some(s), _) => Audience::Known(s.key.peer_id()),
@@ -233,48 +298,7 @@ async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
     let total = args.count.saturating_mul(u64::from(args.peers));
     let bar = progress::bar(total, "frames echoed");
     let started = Instant::now();
-    let mut clients = Vec::new();
-    for i in 0..args.peers {
-        let job = ClientJob {
-            target: target.clone(),
-            audience,
-            count: args.count,
-            blob_size: args.blob_size,
-            window: args.window,
-            seed: seed.wrapping_add(u64::from(i)),
-            capture: i == 0 && args.capture.is_some(),
-            bar: bar.clone(),
-        };
-        clients.push(tokio::spawn(client::<P>(job)));
-    }
-    let mut report = Report {
-        window: args.window,
-        ..Report::default()
-    };
-    let mut captured = None;
-    let deadline = tokio::time::Instant::now() + bound;
-    for handle in clients {
-        match tokio::time::timeout_at(deadline, handle).await {
-            Err(_) => {
-                report.errors.push(Failure::network(format!(
-                    "timed out after {bound:?} (--timeout) with {} of {total} frames echoed; \
-                     raise --timeout or lower --count",
-                    bar.position()
-                )));
-                break;
-            }
-            Ok(Err(join)) => report
-                .errors
-                .push(Failure::network(format!("client task failed: {join}"))),
-            Ok(Ok(Err(e))) => report.errors.push(e),
-            Ok(Ok(Ok(outcome))) => {
-                if outcome.capture.is_some() {
-                    captured = outcome.capture.clone();
-                }
-                report.add(outcome);
-            }
-        }
-    }
+    let (report, captured) = run_senders::<P>(args, &target, audience, seed, total, &bar).await;
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     if let (Some(path), Some(bytes)) = (&args.capture, captured) {
@@ -838,76 +862,26 @@ impl Report {
         server_rejected: u64,
         server: Option<&Server>,
     ) -> Result<(), Failure> {
-        let echoed = self.sum(|o| o.echoed);
-        let verified = self.sum(|o| o.verified_again);
-        let rejected = self.sum(|o| o.rejected) + server_rejected;
-        let altered = self.sum(|o| o.altered);
-        let reordered = self.sum(|o| o.reordered);
-        let sent = self.sum(|o| o.sent);
-        let lost = self.sum(|o| o.lost);
-        let not_sent = total.saturating_sub(sent);
-        let not_echo = self.outcomes.iter().any(|o| o.not_echo);
-        let bytes = self.sum(|o| o.bytes);
-        let mut rtts: Vec<Duration> = self.outcomes.iter().flat_map(|o| o.rtts.clone()).collect();
-        rtts.sort_unstable();
-        let pct = |p: f64| -> String {
-            if rtts.is_empty() {
-                return "-".to_owned();
-            }
-            let idx = ((rtts.len() - 1) as f64 * p).round() as usize;
-            rtts.get(idx).map_or("-".to_owned(), |d| {
-                format!("{:.2} ms", d.as_secs_f64() * 1e3)
-            })
-        };
-        let secs = elapsed.as_secs_f64().max(1e-9);
-
-        if let Some(first) = self.outcomes.first() {
-            let (a, b) = (first.local, first.remote);
-            let hs = first.handshake.as_secs_f64() * 1e3;
-            match (a, b) {
-                (Some(a), Some(b)) if self.outcomes.len() == 1 => println!(
-                    "  handshake    ok: A {}.. <-> B {}.. in {hs:.2} ms",
-                    short(a),
-                    short(b)
-                ),
-                (_, Some(b)) => println!(
-                    "  handshake    ok: {} peers <-> B {}.. (first in {hs:.2} ms)",
-                    self.outcomes.len(),
-                    short(b)
-                ),
-                _ => {}
-            }
-        }
-        if sent > 0 {
+        let t = self.totals(total, server_rejected);
+        self.print_handshake();
+        self.print_figures(&t, elapsed, server.is_some());
+        if t.sent > 0 {
             println!(
-                "  frames       {echoed}/{total} echoed byte for byte, {verified} verified by A again{}",
-                if server.is_some() { " (and by B first)" } else { "" }
-            );
-        }
-        if echoed > 0 {
-            println!(
-                "  bytes        {:.2} MB each way ({:.0} B per frame on average)",
-                bytes as f64 / 1e6,
-                bytes as f64 / echoed as f64
-            );
-            println!(
-                "  throughput   {:.0} frames/s, {:.1} MB/s each way in {:.2} s",
-                echoed as f64 / secs,
-                bytes as f64 / 1e6 / secs,
-                secs
-            );
-            println!(
-                "  round trip   p50 {}, p99 {} (up to {} frames in flight per peer)",
-                pct(0.50),
-                pct(0.99),
-                self.window
-            );
-        }
-        if sent > 0 {
-            println!(
-                "  problems     rejected {rejected}, lost {lost}, altered {altered}, reordered {reordered}{}{}",
-                if not_sent > 0 { format!(", never sent {not_sent}") } else { String::new() },
-                if not_echo { "; not an echo server" } else { "" }
+                "  problems     rejected {}, lost {}, altered {}, reordered {}{}{}",
+                t.rejected,
+                t.lost,
+                t.altered,
+                t.reordered,
+                if t.not_sent > 0 {
+                    format!(", never sent {}", t.not_sent)
+                } else {
+                    String::new()
+                },
+                if t.not_echo {
+                    "; not an echo server"
+                } else {
+                    ""
+                }
             );
         }
         if let Some(server) = server {
@@ -924,25 +898,112 @@ impl Report {
                 println!("  A problem    {why}");
             }
         }
+        self.verdict(&t)
+    }
+
+    /// The counts of every sender, added up.
+    fn totals(&self, total: u64, server_rejected: u64) -> Totals {
+        let sent = self.sum(|o| o.sent);
+        Totals {
+            total,
+            echoed: self.sum(|o| o.echoed),
+            verified: self.sum(|o| o.verified_again),
+            rejected: self.sum(|o| o.rejected) + server_rejected,
+            altered: self.sum(|o| o.altered),
+            reordered: self.sum(|o| o.reordered),
+            sent,
+            lost: self.sum(|o| o.lost),
+            not_sent: total.saturating_sub(sent),
+            not_echo: self.outcomes.iter().any(|o| o.not_echo),
+            bytes: self.sum(|o| o.bytes),
+        }
+    }
+
+    fn print_handshake(&self) {
+        let Some(first) = self.outcomes.first() else {
+            return;
+        };
+        let hs = first.handshake.as_secs_f64() * 1e3;
+        match (first.local, first.remote) {
+            (Some(a), Some(b)) if self.outcomes.len() == 1 => println!(
+                "  handshake    ok: A {}.. <-> B {}.. in {hs:.2} ms",
+                short(a),
+                short(b)
+            ),
+            (_, Some(b)) => println!(
+                "  handshake    ok: {} peers <-> B {}.. (first in {hs:.2} ms)",
+                self.outcomes.len(),
+                short(b)
+            ),
+            _ => {}
+        }
+    }
+
+    /// Frames, bytes, throughput and round-trip percentiles.
+    fn print_figures(&self, t: &Totals, elapsed: Duration, verified_by_b: bool) {
+        if t.sent > 0 {
+            println!(
+                "  frames       {}/{} echoed byte for byte, {} verified by A again{}",
+                t.echoed,
+                t.total,
+                t.verified,
+                if verified_by_b {
+                    " (and by B first)"
+                } else {
+                    ""
+                }
+            );
+        }
+        if t.echoed == 0 {
+            return;
+        }
+        let mut rtts: Vec<Duration> = self.outcomes.iter().flat_map(|o| o.rtts.clone()).collect();
+        rtts.sort_unstable();
+        let pct = |p: f64| -> String {
+            let idx = (rtts.len().saturating_sub(1) as f64 * p).round() as usize;
+            rtts.get(idx).map_or("-".to_owned(), |d| {
+                format!("{:.2} ms", d.as_secs_f64() * 1e3)
+            })
+        };
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        let bytes = t.bytes as f64;
+        println!(
+            "  bytes        {:.2} MB each way ({:.0} B per frame on average)",
+            bytes / 1e6,
+            bytes / t.echoed as f64
+        );
+        println!(
+            "  throughput   {:.0} frames/s, {:.1} MB/s each way in {secs:.2} s",
+            t.echoed as f64 / secs,
+            bytes / 1e6 / secs,
+        );
+        println!(
+            "  round trip   p50 {}, p99 {} (up to {} frames in flight per peer)",
+            pct(0.50),
+            pct(0.99),
+            self.window
+        );
+    }
+
+    /// OK, or the run's failure: a peer's connect or handshake error
+    /// first (the network exit code), else what went wrong with frames.
+    fn verdict(&self, t: &Totals) -> Result<(), Failure> {
         let ok = self.errors.is_empty()
-            && rejected == 0
-            && lost == 0
-            && altered == 0
-            && reordered == 0
-            && !not_echo
-            && echoed == total
-            && verified == total;
+            && t.rejected == 0
+            && t.lost == 0
+            && t.altered == 0
+            && t.reordered == 0
+            && !t.not_echo
+            && t.echoed == t.total
+            && t.verified == t.total;
         if ok {
             println!("OK");
             return Ok(());
         }
-        // A peer that could not connect or handshake: report the first
-        // such error as the run's (the network exit code), not as lost
-        // frames.
+        println!("FAILED");
         let peers = self.outcomes.len() + self.errors.len();
         if let Some(first) = self.errors.first() {
             let others = self.errors.len() - 1;
-            println!("FAILED");
             return Err(Failure {
                 exit: first.exit,
                 message: if others > 0 {
@@ -952,16 +1013,31 @@ impl Report {
                 },
             });
         }
-        println!("FAILED");
-        Err(Failure::check(if not_echo {
+        Err(Failure::check(if t.not_echo {
             "the server is not an echo server: its replies are not echoes of the frames sent"
                 .to_owned()
         } else {
             format!(
-                "{echoed}/{total} frames echoed intact: rejected {rejected}, lost {lost}, altered {altered}, reordered {reordered}"
+                "{}/{} frames echoed intact: rejected {}, lost {}, altered {}, reordered {}",
+                t.echoed, t.total, t.rejected, t.lost, t.altered, t.reordered
             )
         }))
     }
+}
+
+/// A run's counts, every sender's added up.
+struct Totals {
+    total: u64,
+    echoed: u64,
+    verified: u64,
+    rejected: u64,
+    altered: u64,
+    reordered: u64,
+    sent: u64,
+    lost: u64,
+    not_sent: u64,
+    not_echo: bool,
+    bytes: u64,
 }
 
 #[cfg(test)]

@@ -215,73 +215,9 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
 
 async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
     let count = usize::from(args.count);
-    let response_size = count
-        .checked_mul(args.blob_size.saturating_add(ITEM_OVERHEAD))
-        .and_then(|n| n.checked_add(ITEM_OVERHEAD))
-        .filter(|&n| n <= DEFAULT_MAX_FRAME_LENGTH);
-    if response_size.is_none() {
-        return Err(Failure::input(format!(
-            "{count} commits of {} B would not fit one {} MiB BatchSyncResponse: push fewer (--count) or smaller (--blob-size)",
-            args.blob_size,
-            DEFAULT_MAX_FRAME_LENGTH >> 20
-        )));
-    }
-
-    // Where to connect, and to whom the handshakes are addressed.
-    let (target, server, serving) = match &args.connect {
-        Some(spec) => (
-            Target::parse(spec, args.transport, args.prefix)?,
-            None,
-            None,
-        ),
-        #[cfg(feature = "iroh")]
-        None if args.transport == TransportArg::Iroh => {
-            let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-            let (endpoint, dial) = crate::target::iroh_listener(loopback).await?;
-            let name = args.service_name.clone().unwrap_or_else(|| dial.clone());
-            let server = Arc::new(SyncServer::new(new_key()?, name, args.fault));
-            let task = tokio::spawn(Arc::clone(&server).serve_iroh(endpoint, false));
-            (Target::Iroh(dial), Some(server), Some(task))
-        }
-        #[cfg(not(feature = "iroh"))]
-        None if args.transport == TransportArg::Iroh => return Err(crate::target::no_iroh()),
-        None => {
-            let bind =
-                |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));
-            let listener = TcpListener::bind("127.0.0.1:0").await.map_err(bind)?;
-            let addr = listener.local_addr().map_err(bind)?;
-            let name = args
-                .service_name
-                .clone()
-                .unwrap_or_else(|| addr.to_string());
-            let server = Arc::new(SyncServer::new(new_key()?, name, args.fault));
-            let task = tokio::spawn(Arc::clone(&server).serve(
-                listener,
-                args.transport,
-                args.prefix,
-                false,
-            ));
-            (
-                Target::local(addr, args.transport, args.prefix),
-                Some(server),
-                Some(task),
-            )
-        }
-    };
-    let audience = match (&server, args.server_id, &args.service_name) {
-        (_, Some(id), _) => Audience::Known(id),
-        (_, None, Some(name)) => Audience::discover(name.as_bytes()),
-        (Some(s), None, None) => Audience::Known(s.key.peer_id()),
-        (None, None, None) => Audience::discover(target.authority().as_bytes()),
-    };
-    let addressed = match (audience, &args.service_name) {
-        (Audience::Known(id), _) => format!("the server key {id}"),
-        (Audience::Discover(_), Some(name)) => format!("the service name {name:?}"),
-        (Audience::Discover(_), None) => format!(
-            "the service name {:?} (the HOST:PORT of --connect)",
-            target.authority()
-        ),
-    };
+    check_response_fits(count, args.blob_size)?;
+    let (target, server, serving) = where_to_sync(args).await?;
+    let (audience, addressed) = addressing(args, server.as_deref(), &target);
     let seed = args.seed.unwrap_or_else(rand::random);
     let key_a = match &args.key {
         Some(path) => crate::keygen::read_key(path)?,
@@ -300,24 +236,7 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
     );
     println!(
         "  server       {}",
-        match (&server, audience) {
-            (Some(s), Audience::Known(_)) => format!(
-                "in process: S {}.. (in-memory store), addressed by its key",
-                short(s.key.peer_id())
-            ),
-            (Some(s), Audience::Discover(_)) => format!(
-                "in process: S {}.. (in-memory store), addressed by service name {:?}",
-                short(s.key.peer_id()),
-                s.service_name
-            ),
-            (None, Audience::Known(id)) => format!("{}.., addressed by its key", short(id)),
-            (None, Audience::Discover(_)) => format!(
-                "addressed by service name {:?}",
-                args.service_name
-                    .clone()
-                    .unwrap_or_else(|| target.authority())
-            ),
-        }
+        describe_server(args, server.as_deref(), audience, &target)
     );
 
     let bar = progress::bar(plan.commits.len() as u64, "commits acked");
@@ -348,6 +267,117 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
     outcome.server = server.map(|s| s.stats());
     outcome.print(&plan, usize::from(args.window));
     Ok(outcome)
+}
+
+/// The fetch brings every commit back in one `BatchSyncResponse`: refuse
+/// a run whose response could not be one frame.
+fn check_response_fits(count: usize, blob_size: usize) -> Result<(), Failure> {
+    let response_size = count
+        .checked_mul(blob_size.saturating_add(ITEM_OVERHEAD))
+        .and_then(|n| n.checked_add(ITEM_OVERHEAD))
+        .filter(|&n| n <= DEFAULT_MAX_FRAME_LENGTH);
+    if response_size.is_none() {
+        return Err(Failure::input(format!(
+            "{count} commits of {blob_size} B would not fit one {} MiB BatchSyncResponse: push fewer (--count) or smaller (--blob-size)",
+            DEFAULT_MAX_FRAME_LENGTH >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// Where to connect: `--connect`, or a server started here in process
+/// (then also the server and its accept task).
+async fn where_to_sync(
+    args: &Args,
+) -> Result<
+    (
+        Target,
+        Option<Arc<SyncServer>>,
+        Option<tokio::task::JoinHandle<()>>,
+    ),
+    Failure,
+> {
+    if let Some(spec) = &args.connect {
+        return Ok((
+            Target::parse(spec, args.transport, args.prefix)?,
+            None,
+            None,
+        ));
+    }
+    if args.transport == TransportArg::Iroh {
+        #[cfg(feature = "iroh")]
+        {
+            let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            let (endpoint, dial) = crate::target::iroh_listener(loopback).await?;
+            let name = args.service_name.clone().unwrap_or_else(|| dial.clone());
+            let server = Arc::new(SyncServer::new(new_key()?, name, args.fault));
+            let task = tokio::spawn(Arc::clone(&server).serve_iroh(endpoint, false));
+            return Ok((Target::Iroh(dial), Some(server), Some(task)));
+        }
+        #[cfg(not(feature = "iroh"))]
+        return Err(crate::target::no_iroh());
+    }
+    let bind = |e: std::io::Error| Failure::input(format!("cannot listen on 127.0.0.1: {e}"));
+    let listener = TcpListener::bind("127.0.0.1:0").await.map_err(bind)?;
+    let addr = listener.local_addr().map_err(bind)?;
+    let name = args
+        .service_name
+        .clone()
+        .unwrap_or_else(|| addr.to_string());
+    let server = Arc::new(SyncServer::new(new_key()?, name, args.fault));
+    let task =
+        tokio::spawn(Arc::clone(&server).serve(listener, args.transport, args.prefix, false));
+    Ok((
+        Target::local(addr, args.transport, args.prefix),
+        Some(server),
+        Some(task),
+    ))
+}
+
+/// To whom the handshakes are addressed, and how the errors name it.
+fn addressing(args: &Args, server: Option<&SyncServer>, target: &Target) -> (Audience, String) {
+    let audience = match (server, args.server_id, &args.service_name) {
+        (_, Some(id), _) => Audience::Known(id),
+        (_, None, Some(name)) => Audience::discover(name.as_bytes()),
+        (Some(s), None, None) => Audience::Known(s.key.peer_id()),
+        (None, None, None) => Audience::discover(target.authority().as_bytes()),
+    };
+    let addressed = match (audience, &args.service_name) {
+        (Audience::Known(id), _) => format!("the server key {id}"),
+        (Audience::Discover(_), Some(name)) => format!("the service name {name:?}"),
+        (Audience::Discover(_), None) => format!(
+            "the service name {:?} (the HOST:PORT of --connect)",
+            target.authority()
+        ),
+    };
+    (audience, addressed)
+}
+
+/// The banner's server line.
+fn describe_server(
+    args: &Args,
+    server: Option<&SyncServer>,
+    audience: Audience,
+    target: &Target,
+) -> String {
+    match (server, audience) {
+        (Some(s), Audience::Known(_)) => format!(
+            "in process: S {}.. (in-memory store), addressed by its key",
+            short(s.key.peer_id())
+        ),
+        (Some(s), Audience::Discover(_)) => format!(
+            "in process: S {}.. (in-memory store), addressed by service name {:?}",
+            short(s.key.peer_id()),
+            s.service_name
+        ),
+        (None, Audience::Known(id)) => format!("{}.., addressed by its key", short(id)),
+        (None, Audience::Discover(_)) => format!(
+            "addressed by service name {:?}",
+            args.service_name
+                .clone()
+                .unwrap_or_else(|| target.authority())
+        ),
+    }
 }
 
 // ---------------------------------------------------------------- client
