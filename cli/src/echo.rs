@@ -39,6 +39,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::exit::Failure;
+use crate::figures::percentile_ms;
 use crate::progress;
 use crate::target::{Target, TransportArg, CONNECT_TIMEOUT};
 #[cfg(feature = "iroh")]
@@ -959,12 +960,7 @@ impl Report {
         }
         let mut rtts: Vec<Duration> = self.outcomes.iter().flat_map(|o| o.rtts.clone()).collect();
         rtts.sort_unstable();
-        let pct = |p: f64| -> String {
-            let idx = (rtts.len().saturating_sub(1) as f64 * p).round() as usize;
-            rtts.get(idx).map_or("-".to_owned(), |d| {
-                format!("{:.2} ms", d.as_secs_f64() * 1e3)
-            })
-        };
+        let pct = |q: f64| percentile_ms(&rtts, q);
         let secs = elapsed.as_secs_f64().max(1e-9);
         let bytes = t.bytes as f64;
         println!(

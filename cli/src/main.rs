@@ -26,6 +26,7 @@ use clap::{Parser, Subcommand};
 mod blob;
 mod echo;
 mod exit;
+mod figures;
 mod inspect;
 mod keygen;
 mod progress;

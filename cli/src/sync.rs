@@ -49,6 +49,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use tokio::net::TcpListener;
 
 use crate::exit::Failure;
+use crate::figures::percentile_ms;
 use crate::progress;
 use crate::serve::{short, Fault, ServerStats, SyncServer, ITEM_OVERHEAD};
 use crate::target::{Carrier, Target, TransportArg};
@@ -817,8 +818,20 @@ impl Outcome {
     }
 
     fn print(&self, plan: &Plan, window: usize) {
-        let (p, f) = (&self.push, &self.fetch);
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        self.print_handshake_and_keyhive();
+        self.print_push(plan, window);
+        self.print_fetch();
+        if let Some(s) = self.server {
+            println!(
+                "  server       stored {} commits ({} duplicate, {} refused, {} rejected), answered {} sync request(s)",
+                s.stored, s.duplicates, s.refused, s.rejected, s.requests
+            );
+        }
+        self.print_problems();
+        println!("{}", if self.ok() { "OK" } else { "FAILED" });
+    }
+
+    fn print_handshake_and_keyhive(&self) {
         if let (Some(a), Some(b), Some(s)) = (self.pusher, self.fetcher, self.remote) {
             println!(
                 "  handshake    ok: A {}.. (push) and B {}.. (fetch) <-> S {}.. in {:.2} / {:.2} ms",
@@ -845,6 +858,10 @@ impl Outcome {
             Keyhive::Failed(why) => println!("  keyhive      enforced, but registering failed: {why}"),
             Keyhive::Silent => println!("  keyhive      the server answered no probe fetch: pushing anyway"),
         }
+    }
+
+    fn print_push(&self, plan: &Plan, window: usize) {
+        let p = &self.push;
         println!(
             "  push         {}/{} commits acknowledged by a HeadsUpdate",
             p.acked, self.expected
@@ -863,38 +880,35 @@ impl Outcome {
         );
         let mut rtts = p.rtts.clone();
         rtts.sort_unstable();
-        let pct = |q: f64| -> String {
-            let idx = ((rtts.len().saturating_sub(1)) as f64 * q).round() as usize;
-            rtts.get(idx)
-                .map_or("-".to_owned(), |d| format!("{:.2} ms", ms(*d)))
-        };
         println!(
             "  round trip   p50 {}, p99 {} (LooseCommit sent -> HeadsUpdate received, up to {window} in flight)",
-            pct(0.50),
-            pct(0.99)
+            percentile_ms(&rtts, 0.50),
+            percentile_ms(&rtts, 0.99)
         );
-        if f.answered {
-            println!(
-                "  fetch        {}/{} commits back, byte for byte, in one BatchSyncResponse of {:.2} MB in {:.2} ms{}",
-                f.identical,
-                self.expected,
-                f.bytes as f64 / 1e6,
-                ms(f.elapsed),
-                if f.last_is_head {
-                    "; server heads: the last commit"
-                } else {
-                    "; server heads do not name the last commit"
-                }
-            );
-        } else {
+    }
+
+    fn print_fetch(&self) {
+        let f = &self.fetch;
+        if !f.answered {
             println!("  fetch        no BatchSyncResponse");
+            return;
         }
-        if let Some(s) = self.server {
-            println!(
-                "  server       stored {} commits ({} duplicate, {} refused, {} rejected), answered {} sync request(s)",
-                s.stored, s.duplicates, s.refused, s.rejected, s.requests
-            );
-        }
+        println!(
+            "  fetch        {}/{} commits back, byte for byte, in one BatchSyncResponse of {:.2} MB in {:.2} ms{}",
+            f.identical,
+            self.expected,
+            f.bytes as f64 / 1e6,
+            ms(f.elapsed),
+            if f.last_is_head {
+                "; server heads: the last commit"
+            } else {
+                "; server heads do not name the last commit"
+            }
+        );
+    }
+
+    fn print_problems(&self) {
+        let (p, f) = (&self.push, &self.fetch);
         println!(
             "  problems     unacked {}, rejected {}, altered {}, unexpected {}, missing {}",
             p.unacked,
@@ -911,8 +925,12 @@ impl Outcome {
         if problems.len() > SHOWN {
             println!("  problem      ... and {} more", problems.len() - SHOWN);
         }
-        println!("{}", if self.ok() { "OK" } else { "FAILED" });
     }
+}
+
+/// A duration in milliseconds, for the report.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 #[cfg(test)]
