@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixKind, U32Be};
-use bijou_frame::net::connection::{ConnectionReceiver, Rejected};
+use bijou_frame::net::connection::{ConnectionReceiver, Received, Rejected};
 use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
 use bijou_frame::net::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
@@ -727,20 +727,12 @@ async fn check_echoes<T: Transport>(
                 None => break, // the sender stopped early
             }
         }
-        let received = match tokio::time::timeout(ECHO_IDLE, rx.recv()).await {
-            Err(_) => {
-                problem(&mut out, format!("no echo for {ECHO_IDLE:?}"));
+        let received = match next_echo(&mut rx).await {
+            Ok(received) => received,
+            Err(why) => {
+                problem(&mut out, why);
                 break;
             }
-            Ok(Err(e)) => {
-                problem(&mut out, format!("connection failed: {e}"));
-                break;
-            }
-            Ok(Ok(None)) => {
-                problem(&mut out, "server closed the connection".to_owned());
-                break;
-            }
-            Ok(Ok(Some(received))) => received,
         };
         let now = Instant::now();
         while let Ok(next) = pending.try_recv() {
@@ -757,25 +749,8 @@ async fn check_echoes<T: Transport>(
             continue;
         };
         if received.bytes != sent {
-            // Some later frame, or nothing we sent?
-            if let Some(pos) = expected.iter().position(|(f, _)| *f == received.bytes) {
-                out.reordered += 1;
-                problem(
-                    &mut out,
-                    format!("echo out of order ({} frames early)", pos + 1),
-                );
-                expected.remove(pos);
-                expected.push_front((sent, at));
-            } else if out.echoed == 0 && out.reordered == 0 {
-                out.not_echo = true;
-                problem(
-                    &mut out,
-                    "the server's first reply is no echo of any frame sent: it is not an echo server (start one with `bijou echo --listen ADDR`)".to_owned(),
-                );
+            if not_the_next_frame(&mut out, &mut expected, &received.bytes, (sent, at)) {
                 break;
-            } else {
-                out.altered += 1;
-                problem(&mut out, "echo differs from the frame sent".to_owned());
             }
             continue;
         }
@@ -792,6 +767,42 @@ async fn check_echoes<T: Transport>(
         }
     }
     Ok(out)
+}
+
+/// The next echo, or why none came.
+async fn next_echo<T: Transport>(rx: &mut ConnectionReceiver<T>) -> Result<Received, String> {
+    match tokio::time::timeout(ECHO_IDLE, rx.recv()).await {
+        Err(_) => Err(format!("no echo for {ECHO_IDLE:?}")),
+        Ok(Err(e)) => Err(format!("connection failed: {e}")),
+        Ok(Ok(None)) => Err("server closed the connection".to_owned()),
+        Ok(Ok(Some(received))) => Ok(received),
+    }
+}
+
+/// An echo that is not of the next frame sent: some later frame (out of
+/// order; the frame expected goes back in front), or none sent at all
+/// (altered, or, for a first reply, not an echo server). Returns whether
+/// to stop reading.
+fn not_the_next_frame(
+    out: &mut Outcome,
+    expected: &mut VecDeque<(Bytes, Instant)>,
+    received: &Bytes,
+    next: (Bytes, Instant),
+) -> bool {
+    let why = if let Some(pos) = expected.iter().position(|(f, _)| f == received) {
+        out.reordered += 1;
+        expected.remove(pos);
+        expected.push_front(next);
+        format!("echo out of order ({} frames early)", pos + 1)
+    } else if out.echoed == 0 && out.reordered == 0 {
+        out.not_echo = true;
+        "the server's first reply is no echo of any frame sent: it is not an echo server (start one with `bijou echo --listen ADDR`)".to_owned()
+    } else {
+        out.altered += 1;
+        "echo differs from the frame sent".to_owned()
+    };
+    out.first_problem.get_or_insert(why);
+    out.not_echo
 }
 
 /// Copies every byte written to `inner` into `copy` (the capture).
