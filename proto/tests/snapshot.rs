@@ -210,6 +210,38 @@ fn operations_in_flight_resume_with_their_ids_and_deadlines() {
     assert_eq!(next.get(), 3);
 }
 
+/// Operation ids in a snapshot must ascend (each compared with the one
+/// before it): a repeated id is refused, whatever the checksum says.
+#[test]
+fn operation_ids_that_do_not_ascend_are_refused() {
+    let (mut alice, _) = pair();
+    let tree = SedimentreeId::new([9; 32]);
+    for _ in 0..2 {
+        alice
+            .start(Operation::Fetch(tree), Timestamp::from_secs(20))
+            .unwrap();
+    }
+    let snapshot = alice.snapshot(at(4)).unwrap();
+    let mut body = snapshot[..snapshot.len() - 16].to_vec();
+    // The operations: last id 2, count 2, then the first id, 1.
+    let starts: Vec<usize> = body
+        .windows(3)
+        .enumerate()
+        .filter(|(_, w)| *w == [2, 2, 1])
+        .map(|(at, _)| at)
+        .collect();
+    assert_eq!(starts.len(), 1, "the operations section is found");
+    assert!(Session::restore(&resealed(body.clone()), at(4), [9; 32]).is_ok());
+    body[starts[0] + 2] = 2; // ids 2, 2
+    assert!(matches!(
+        Session::restore(&resealed(body), at(4), [9; 32]),
+        Err(RestoreError::Invalid {
+            field: "operation id",
+            ..
+        })
+    ));
+}
+
 #[test]
 fn a_spent_budget_stays_spent() {
     let (mut alice, _) = pair();

@@ -695,7 +695,12 @@ impl Operations {
         let mut in_flight = Vec::new();
         for _ in 0..count {
             let id = r.bijou64("operation id")?;
-            if id == 0 || id > last_id || in_flight.iter().any(|op: &InFlight| op.id.0 >= id) {
+            // Ascending, so the last one read is the only one to compare
+            // with (a scan of all of them was quadratic in the count).
+            if id == 0
+                || id > last_id
+                || in_flight.last().is_some_and(|op: &InFlight| op.id.0 >= id)
+            {
                 return Err(invalid(
                     "operation id",
                     "is not ascending up to the last id",
