@@ -1,9 +1,7 @@
 //! `bijou keygen`: a new Ed25519 key from the operating system's
 //! randomness, written as a key file; the peer id on stdout.
 
-use std::path::PathBuf;
-
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bijou_frame::signing::ed25519_dalek::SigningKey;
 use bijou_frame::signing::key_file::{
@@ -43,7 +41,7 @@ pub struct Args {
 }
 
 /// A new key from the operating system's randomness.
-pub fn new_key() -> Result<bijou_frame::signing::ed25519_dalek::SigningKey, Failure> {
+pub fn new_key() -> Result<SigningKey, Failure> {
     generate().map_err(Failure::input)
 }
 

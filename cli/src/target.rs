@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, PrefixKind, U32Be};
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeError};
-use bijou_frame::net::message::{Audience, RejectionReason};
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::message::Audience;
 #[cfg(feature = "iroh")]
 use bijou_frame::net::transport::iroh;
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
@@ -217,16 +217,7 @@ impl Target {
     /// own flags, such as "give the server's peer id with --server-id");
     /// for a framed server that closed on us, the other length prefixes.
     pub fn refused(&self, err: &ConnectError, addressed: &str, retry: &str) -> Failure {
-        let audience_refused = match err.handshake() {
-            Some(
-                rejected @ HandshakeError::Rejected {
-                    reason: RejectionReason::InvalidAudience,
-                    ..
-                },
-            ) => Some(rejected),
-            _ => None,
-        };
-        if let Some(rejected) = audience_refused {
+        if let (true, Some(rejected)) = (err.is_audience_refused(), err.handshake()) {
             // The refusal itself, and this command's flags: not the
             // library's hint, which speaks of its API.
             return Failure::network(format!(
