@@ -481,14 +481,18 @@ fn echo_at_a_sync_server_says_it_is_not_an_echo_server() {
     one_error_line(&err, "not an echo server");
 }
 
+/// A port nobody listens on: bind one, then free it.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a port")
+}
+
 #[test]
 fn echo_that_cannot_connect_reports_no_lost_frames() {
     let dir = scratch("refused");
-    // A port nobody listens on: bind one, then free it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a port");
+    let port = free_port();
     let target = format!("localhost:{port}");
     let (code, out, err) = run(&bijou(
         &dir,
@@ -662,10 +666,7 @@ fn every_install_command_shown_is_locked() {
 #[test]
 fn sync_that_cannot_connect_says_what_to_check_on_every_transport() {
     let dir = scratch("syncrefused");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a port");
+    let port = free_port();
     for target in [
         format!("ws://127.0.0.1:{port}"),
         format!("127.0.0.1:{port}"),
