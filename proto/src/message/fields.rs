@@ -83,6 +83,11 @@ pub(crate) fn write_blob<B: BufMut + ?Sized>(w: &mut Writer<'_, B>, blob: &[u8])
 /// the bytes.
 #[inline]
 pub(crate) fn blob_field_len(len: usize) -> usize {
+    // A short blob's length is one byte: no tier search (a batch
+    // response's length pass is this, once per item).
+    if len < 248 {
+        return len + 1;
+    }
     let prefix = bijou_codec::bijou64::encoded_len(u64::try_from(len).unwrap_or(u64::MAX));
     len.saturating_add(prefix)
 }
@@ -130,3 +135,39 @@ macro_rules! signed_content {
     };
 }
 pub(crate) use signed_content;
+
+#[cfg(test)]
+mod tests {
+    use bijou_codec::{Wire, WriteError, Writer};
+    use bytes::BufMut;
+
+    use super::{blob_field_len, write_blob};
+
+    struct BlobField(usize);
+
+    impl Wire for BlobField {
+        type Error = bijou_codec::ReadError;
+        fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+            write_blob(w, &alloc::vec![0; self.0]);
+            Ok(())
+        }
+        fn read_from(_: &mut bijou_codec::Reader<'_>) -> Result<Self, Self::Error> {
+            unreachable!("only written")
+        }
+    }
+
+    /// The added-up length is what `write_blob` writes, across each bijou64
+    /// tier boundary a blob can reach (the one-byte shortcut included).
+    #[test]
+    fn a_blob_fields_length_is_what_is_written_at_every_tier_boundary() {
+        for boundary in [248, 504, 66_040] {
+            for len in boundary - 2..boundary + 2 {
+                assert_eq!(
+                    blob_field_len(len),
+                    BlobField(len).encode().map(|b| b.len()).unwrap_or(0),
+                    "blob of {len} bytes"
+                );
+            }
+        }
+    }
+}
