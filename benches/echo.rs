@@ -41,17 +41,19 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::connection::{ConnectionReceiver, ConnectionSender};
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Initiator, Responder};
-use bijou_frame::net::message::{
+use bijou_frame::codec::Wire;
+use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::Connection;
+use bijou_frame::net::{ConnectionReceiver, ConnectionSender};
+use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_frame::proto::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::net::{Connection, VerifyBudget};
-use bijou_frame::prelude::Wire;
 use bijou_frame::proto::time::Now;
+use bijou_frame::proto::verify_budget::VerifyBudget;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -23,8 +23,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use bijou_frame::codec::Wire;
-use bijou_frame::net::ephemeral::{EphemeralConfig, EphemeralSession};
-use bijou_frame::net::message::{
+use bijou_frame::proto::ephemeral::{EphemeralConfig, EphemeralSession};
+use bijou_frame::proto::message::{
     EphemeralMessage, EphemeralPayload, Message, SignedEphemeral, Topic, Topics,
 };
 use bytes::Bytes;

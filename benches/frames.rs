@@ -43,8 +43,8 @@ use std::hint::black_box;
 use std::io;
 
 use bijou_codec::{bijou64, leb128};
-use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_net::FrameCodec;
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::FrameCodec;
 use bytes::{Buf, Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode, Throughput};
 use rand::{rngs::SmallRng, Rng, SeedableRng};

@@ -44,9 +44,9 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bijou_frame::net::message::{Message, SedimentreeId, SyncMessage};
+use bijou_frame::codec::Wire;
 use bijou_frame::net::MessageCodec;
-use bijou_frame::prelude::Wire;
+use bijou_frame::proto::message::{Message, SedimentreeId, SyncMessage};
 use bijou_test_support::messages::{
     batch_response, fixed_commit_message, frame, signed_item_offset,
 };

@@ -29,15 +29,17 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Initiator, Responder};
-use bijou_frame::net::message::{
+use bijou_frame::framing::prefix::Bijou64;
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::transport::{FramedTransport, LengthChecked};
+use bijou_frame::net::Connection;
+use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_frame::proto::message::{
     Audience, BatchSyncResponse, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage, SyncResult,
 };
-use bijou_frame::net::prefix::Bijou64;
-use bijou_frame::net::transport::{FramedTransport, LengthChecked};
-use bijou_frame::net::{Connection, VerifyBudget};
 use bijou_frame::proto::time::Now;
+use bijou_frame::proto::verify_budget::VerifyBudget;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use bijou_test_support::echo;
 use bijou_test_support::messages::{batch_response, frame};

@@ -23,11 +23,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_frame::net::message::{Audience, CommitId, SedimentreeId, SyncMessage};
+use bijou_frame::codec::Wire;
+use bijou_frame::framing::prefix::Bijou64;
+use bijou_frame::net::handshake::ConnectConfig;
 use bijou_frame::net::transport::FramedTransport;
-use bijou_frame::net::{prefix::Bijou64, Connection};
-use bijou_frame::prelude::{Identity, Wire};
+use bijou_frame::net::Connection;
+use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
+use bijou_frame::proto::message::{Audience, CommitId, SedimentreeId, SyncMessage};
+use bijou_frame::signing::Identity;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob};
 use bytes::Bytes;
 use rand::rngs::StdRng;
@@ -98,7 +101,7 @@ async fn run() -> Result<bool, Error> {
             let head = CommitId::new(rng.random());
             let msg = SyncMessage::loose_commit(&key_a, tree, head, parent, Blob::new(blob))?;
             parent = Some(head);
-            let frame = bijou_frame::net::message::Message::Sync(msg).encode()?;
+            let frame = bijou_frame::proto::message::Message::Sync(msg).encode()?;
             send_window.acquire().await?.forget(); // returned when the echo arrives
             if sent_tx.send((frame.clone(), Instant::now())).is_err() {
                 break;

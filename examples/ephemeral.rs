@@ -15,10 +15,13 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_frame::net::message::{Audience, Topic, Topics};
+use bijou_frame::framing::prefix::Bijou64;
+use bijou_frame::net::handshake::ConnectConfig;
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::net::{prefix::Bijou64, Connection, Delivered};
+use bijou_frame::net::Connection;
+use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
+use bijou_frame::proto::message::{Audience, Topic, Topics};
+use bijou_frame::proto::session::Delivered;
 use bijou_frame::signing::{key_file, Identity};
 use clap::{Parser, ValueEnum};
 use tokio::net::{TcpListener, TcpStream};

@@ -10,10 +10,10 @@
 
 use std::{collections::HashSet, process::ExitCode, time::Duration};
 
-use bijou_frame::net::keyhive::{Access, DocumentKey, Grantee};
-use bijou_frame::net::message::{Audience, CommitId, SyncMessage, SyncResult};
-use bijou_frame::net::session::{Operation, Outcome, TreeAccess};
 use bijou_frame::net::{handshake::ConnectConfig, transport::websocket, Connection};
+use bijou_frame::proto::keyhive::{Access, DocumentKey, Grantee};
+use bijou_frame::proto::message::{Audience, CommitId, SyncMessage, SyncResult};
+use bijou_frame::proto::session::{Operation, Outcome, TreeAccess};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob};
 use clap::Parser;
 

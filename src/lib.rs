@@ -12,6 +12,11 @@
 //! - [`net`]: the async shell: transports, handshake drivers, `Connection`;
 //! - [`inspect`]: decode and check a captured byte stream, frame by frame.
 //!
+//! Each item has one path: a crate's module holds it, or its crate root
+//! does, never both, and no crate re-exports another's items. The one trait
+//! most code needs in scope is [`codec::Wire`] (encode, decode and
+//! `wire_len` on every wire type); [`signing::Identity`] is who signs.
+//!
 //! ```text
 //!   codec <- signing <- framing <- proto <- net <- bijou-frame
 //! ```
@@ -23,30 +28,18 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[doc(inline)]
 pub use bijou_codec as codec;
+#[doc(inline)]
 pub use bijou_framing as framing;
+#[doc(inline)]
 pub use bijou_net as net;
+#[doc(inline)]
 pub use bijou_proto as proto;
+#[doc(inline)]
 pub use bijou_signing as signing;
 
 pub mod inspect;
-
-/// The traits most code needs in scope: [`Wire`](prelude::Wire) (encode,
-/// decode, `wire_len` on every wire type) and
-/// [`Identity`](prelude::Identity) (who signs).
-///
-/// ```
-/// use bijou_frame::prelude::*;
-/// use bijou_frame::proto::message::{DataRequestRejected, Message, SedimentreeId, SyncMessage};
-///
-/// let msg = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
-/// assert_eq!(Message::decode(msg.encode()?)?, msg);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub mod prelude {
-    pub use bijou_codec::Wire;
-    pub use bijou_signing::Identity;
-}
 
 /// The README's examples, compiled and run as doc tests so it stays true.
 #[cfg(doctest)]

@@ -4,18 +4,21 @@
 //! rejected with its typed reason while the honest traffic (and the
 //! adversary's own honest frames) keeps flowing, byte for byte.
 
-use bijou_frame::net::ConnectError;
-use bijou_frame::prelude::Wire;
+use bijou_frame::codec::Wire;
+use bijou_frame::net::handshake::ConnectError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bijou_frame::net::connection::Rejected;
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeError};
-use bijou_frame::net::message::{
+use bijou_frame::framing::prefix::Bijou64;
+use bijou_frame::framing::FrameCodec;
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::transport::FramedTransport;
+use bijou_frame::net::Connection;
+use bijou_frame::proto::handshake::HandshakeError;
+use bijou_frame::proto::message::{
     Audience, HandshakeMessage, Message, RejectionReason, SedimentreeId, VerifyItemError,
 };
-use bijou_frame::net::transport::FramedTransport;
-use bijou_frame::net::{prefix::Bijou64, Connection, FrameCodec};
+use bijou_frame::proto::session::Rejected;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, BlobMismatch, Identity, VerifyError};
 use bijou_test_support::echo::{connect, send_and_check, start_server, Event, Tee};
 use bijou_test_support::messages::{chain_commit, frame};

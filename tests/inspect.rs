@@ -1,14 +1,15 @@
 //! The public inspection API (`bijou_frame::inspect`): reports, offsets,
 //! stream errors, and prefix/hex detection on real captures.
 
+use bijou_frame::codec::Wire;
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixKind, U32Be};
+use bijou_frame::framing::FrameCodec;
 use bijou_frame::inspect::{detect, hex::parse_hex, inspect, scan, Status, StreamError};
-use bijou_frame::net::message::{
+use bijou_frame::proto::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage,
 };
-use bijou_frame::net::FrameCodec;
-use bijou_frame::prelude::{Identity, Wire};
+use bijou_frame::signing::Identity;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed};
 use bytes::BytesMut;
 use tokio_util::codec::Encoder;

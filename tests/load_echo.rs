@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use bijou_frame::net::message::SedimentreeId;
+use bijou_frame::proto::message::SedimentreeId;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
 use bijou_test_support::echo::{connect, send_and_check, start_server, Event};
 use bijou_test_support::messages::{chain_commit, frame};

@@ -6,7 +6,8 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bijou_frame::prelude::{Identity, Wire};
+use bijou_frame::codec::Wire;
+use bijou_frame::signing::Identity;
 use bijou_frame::signing::{BlobStatement, Digest, PeerId, Signed};
 use indicatif::ProgressBar;
 

@@ -18,17 +18,19 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use bijou_frame::codec::Wire;
 use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, PrefixKind, U32Be};
-use bijou_frame::net::connection::{ConnectionReceiver, Received, Rejected};
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_frame::net::message::{
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::handshake::ConnectError;
+use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::Connection;
+use bijou_frame::net::ConnectionReceiver;
+use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
+use bijou_frame::proto::message::{
     Audience, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
     SyncMessage,
 };
-use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::net::ConnectError;
-use bijou_frame::net::Connection;
-use bijou_frame::prelude::Wire;
+use bijou_frame::proto::session::{Received, Rejected};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use indicatif::ProgressBar;

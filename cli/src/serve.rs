@@ -19,15 +19,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bijou_frame::framing::prefix::PrefixKind;
-use bijou_frame::net::connection::Delivered;
-use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_frame::net::message::{
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::transport::websocket;
+use bijou_frame::net::Connection;
+use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
+use bijou_frame::proto::message::{
     BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, Fingerprint, HeadsUpdate,
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, VerifiedItem,
 };
-use bijou_frame::net::transport::websocket;
-use bijou_frame::net::Connection;
+use bijou_frame::proto::session::Delivered;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;

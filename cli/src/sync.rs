@@ -31,16 +31,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bijou_frame::codec::Wire;
 use bijou_frame::framing::prefix::PrefixKind;
-use bijou_frame::net::connection::RejectedItem;
-use bijou_frame::net::keyhive::{check_tree_id, Access, DocumentKey, Grantee};
-use bijou_frame::net::message::{
+use bijou_frame::framing::DEFAULT_MAX_FRAME_LENGTH;
+use bijou_frame::net::{Connection, RunError};
+use bijou_frame::proto::keyhive::{check_tree_id, Access, DocumentKey, Grantee};
+use bijou_frame::proto::message::{
     Audience, BatchSyncResponse, BlobMessage, CommitId, LooseCommit, Message, RemoteHeads,
     SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
-use bijou_frame::net::session::{self, Operation, OperationError, OperationId, TreeAccess};
-use bijou_frame::net::{Connection, RunError, DEFAULT_MAX_FRAME_LENGTH};
-use bijou_frame::prelude::Wire;
+use bijou_frame::proto::session::RejectedItem;
+use bijou_frame::proto::session::{self, Operation, OperationError, OperationId, TreeAccess};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use indicatif::ProgressBar;
@@ -937,7 +938,7 @@ fn ms(d: Duration) -> f64 {
 mod tests {
     use super::*;
     use crate::serve::{Store, Stored};
-    use bijou_frame::net::message::{BatchSyncRequest, Fingerprint, FingerprintSeed};
+    use bijou_frame::proto::message::{BatchSyncRequest, Fingerprint, FingerprintSeed};
     use clap::Parser;
 
     #[derive(Debug, Parser)]

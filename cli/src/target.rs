@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, PrefixKind, U32Be};
 use bijou_frame::net::handshake::ConnectConfig;
-use bijou_frame::net::message::Audience;
+use bijou_frame::net::handshake::ConnectError;
 #[cfg(feature = "iroh")]
 use bijou_frame::net::transport::iroh;
 use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
-use bijou_frame::net::{ConnectError, Connection};
+use bijou_frame::net::Connection;
+use bijou_frame::proto::message::Audience;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
 use tokio::net::TcpStream;
 

@@ -14,13 +14,13 @@
 //! re-encode to their frames.
 #![no_main]
 
-use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_frame::framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_test_support::checks;
 use libfuzzer_sys::fuzz_target;
 
 fn feed<P: LengthPrefix>(stream: &[u8], control: u8) {
     let max = if control & 0b100 == 0 {
-        bijou_net::DEFAULT_MAX_FRAME_LENGTH
+        bijou_frame::framing::DEFAULT_MAX_FRAME_LENGTH
     } else {
         256
     };

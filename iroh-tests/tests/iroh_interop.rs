@@ -13,13 +13,15 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::{
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::transport::iroh::{self as quic, IrohTransport, NodeAddr};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
-use bijou_net::transport::iroh::{self as quic, IrohTransport, NodeAddr};
-use bijou_net::{Connection, VerifiedMessage};
+use bijou_proto::session::VerifiedMessage;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use future_form::Sendable;
 use futures::StreamExt;
@@ -256,7 +258,7 @@ async fn their_client(
 }
 
 type Accepted = tokio::sync::mpsc::UnboundedReceiver<
-    Result<Connection<IrohTransport>, bijou_net::ConnectError>,
+    Result<Connection<IrohTransport>, bijou_net::handshake::ConnectError>,
 >;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,7 +342,7 @@ async fn their_iroh_client_talks_to_our_server_both_ways() {
             let ours_tree = SedimentreeId::new(*tree.as_bytes());
             let ours_head = CommitId::new(*head.as_bytes());
             ours.send(Message::from(SyncMessage::HeadsUpdate(
-                bijou_net::message::HeadsUpdate {
+                bijou_proto::message::HeadsUpdate {
                     id: ours_tree,
                     heads: RemoteHeads::new(1, [ours_head]),
                 },

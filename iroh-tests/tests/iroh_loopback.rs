@@ -6,18 +6,22 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, HandshakeError, Responder};
-use bijou_net::message::{
-    Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, FingerprintSeed,
-    LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
-    SyncResult, Topic, Topics,
-};
+use bijou_codec::Wire;
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::handshake::ConnectError;
 use bijou_net::transport::iroh::{
     self as quic, stream_error_of, IrohStreamError, IrohTransport, NodeAddr, CLOSE_NORMAL,
     CLOSE_TOO_LARGE, IROH_MAX_MESSAGE_LENGTH,
 };
 use bijou_net::transport::{Transport, TransportError};
-use bijou_net::{ConnectError, Connection, Delivered, Received, Wire};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Responder};
+use bijou_proto::message::{
+    Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, FingerprintSeed,
+    LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
+    SyncResult, Topic, Topics,
+};
+use bijou_proto::session::{Delivered, Received};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::Bytes;
 use futures::StreamExt;

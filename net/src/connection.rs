@@ -1,84 +1,3 @@
-//! [`Connection`]: an authenticated peer connection: bijou-proto's sans-IO
-//! [`Session`] plus a [`Transport`] (a framed byte stream, a WebSocket).
-//!
-//! ```text
-//!   Connection::connect / accept  ── handshake (256-byte limit, timeout) ──► Connection
-//!
-//!   send(impl Into<Message>), Sink<Message>  ── Session::on_send ──► written in place ──► transport
-//!   send_bytes / feed_bytes (Bytes)          ── Session::on_send_encoded ──────────────► transport
-//!   subscribe / unsubscribe / publish        ── recorded in the session, then sent
-//!
-//!   transport ──► Session::handle_message(bytes, now)
-//!                 Session::poll_work(now)  one bounded step (<= 32 items, verify_batch), then
-//!                                          yield if this poll has run for 0.5 ms; the budget's
-//!                                          waits are a timer held here (tokio's inside a
-//!                                          runtime, a sleeping thread on other executors)
-//!   Stream ◄── Session::poll_event()  Some(Ok(Received { bytes, result }))
-//!          ◄── Some(Err(TransportError))   the transport failed: the stream ends
-//!          ◄── None                        the peer closed
-//!
-//!   transport ◄── Session::poll_transmit()  the protocol's own answers (a SubscribeRejected),
-//!                                           written before anything of the caller's, and
-//!                                           written and flushed by the receive loop too
-//! ```
-//!
-//! Each received item keeps the exact message bytes, so a relay or an echo
-//! server can forward what it received byte for byte after verifying it.
-//!
-//! **Never stalls its executor.** Verification runs in steps of at most
-//! [`Session::verify_step`] items; after each step the connection checks
-//! how long this poll has run and yields (`Pending`, woken again as
-//! `tokio::task::yield_now` wakes, after the runtime has polled its I/O
-//! driver) once one more step as long as the last would take it past
-//! [`YIELD_AFTER`]: steps are sized by time, not only by count. No poll
-//! runs past that by more than a step's misprediction, apart from the
-//! poll that decodes a large message.
-//!
-//! **Nothing is lost on cancellation.** A message being verified, and a
-//! verified one not yet handed out, live in the session, not in a future:
-//! a cancelled `next` or [`recv`](Connection::recv) loses nothing. When the
-//! peer disconnects, every message the transport had already received is
-//! still delivered before the end.
-//!
-//! **Split halves share the session.** [`Connection::split`] gives a
-//! sending and a receiving half over one shared connection, so ephemeral
-//! subscriptions made on either half (or sent as a `Subscribe` through the
-//! sink) hold for the messages the other receives.
-//!
-//! ```
-//! use bijou_frame::net::handshake::{ConnectConfig, HandshakeConfig};
-//! use bijou_frame::net::message::*;
-//! use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, Responder};
-//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let alice = SigningKey::from_bytes(&[1; 32]);
-//! let bob = SigningKey::from_bytes(&[2; 32]);
-//! let (a, b) = tokio::io::duplex(64 * 1024);
-//! let responder = Responder::new(HandshakeConfig::default());
-//! let bob_id = bob.peer_id();
-//! let server = tokio::spawn(async move {
-//!     Connection::accept(FramedTransport::new(b, Bijou64), &bob, &responder, &ConnectConfig::default()).await
-//! });
-//! let a = FramedTransport::new(a, Bijou64);
-//! let mut client =
-//!     Connection::connect(a, &alice, Audience::Known(bob_id), &ConnectConfig::default()).await?;
-//! let mut server = server.await??;
-//! assert_eq!(server.remote_peer(), alice.peer_id());
-//!
-//! let tree = SedimentreeId::new([9; 32]);
-//! let msg = SyncMessage::loose_commit(&alice, tree, CommitId::new([3; 32]), [], Blob::from_static(b"hello"))?;
-//! client.send(msg.clone()).await?;
-//!
-//! let received = server.recv().await?.expect("one message");
-//! let verified = received.result?.into_sync().expect("a sync message");
-//! assert_eq!(verified.message, msg);
-//! assert_eq!(verified.items.len(), 1);
-//! # Ok(())
-//! # }
-//! ```
-
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -94,14 +13,12 @@ use bijou_proto::session::{
     WrongSigner,
 };
 use bijou_proto::time::{Clock, Timestamp};
-use bijou_proto::VerifyBudget;
+use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 use futures::{Sink, SinkExt, Stream, StreamExt};
 
-pub use bijou_proto::session::{
-    verify_message, Delivered, Received, Rejected, RejectedItem, VerifiedMessage,
-};
+use bijou_proto::session::Received;
 
 use crate::budget_timer::BudgetTimer;
 use crate::handshake::{self, ConnectConfig, ConnectError};
@@ -111,8 +28,90 @@ use crate::SendError;
 /// How long one poll of a connection verifies before it yields.
 pub const YIELD_AFTER: Duration = Duration::from_micros(500);
 
-/// An authenticated connection over a [`Transport`]; see the
-/// [module docs](self).
+/// [`Connection`]: an authenticated peer connection: bijou-proto's sans-IO
+/// [`Session`] plus a [`Transport`] (a framed byte stream, a WebSocket).
+///
+/// ```text
+///   Connection::connect / accept  ── handshake (256-byte limit, timeout) ──► Connection
+///
+///   send(impl Into<Message>), Sink<Message>  ── Session::on_send ──► written in place ──► transport
+///   send_bytes / feed_bytes (Bytes)          ── Session::on_send_encoded ──────────────► transport
+///   subscribe / unsubscribe / publish        ── recorded in the session, then sent
+///
+///   transport ──► Session::handle_message(bytes, now)
+///                 Session::poll_work(now)  one bounded step (<= 32 items, verify_batch), then
+///                                          yield if this poll has run for 0.5 ms; the budget's
+///                                          waits are a timer held here (tokio's inside a
+///                                          runtime, a sleeping thread on other executors)
+///   Stream ◄── Session::poll_event()  Some(Ok(Received { bytes, result }))
+///          ◄── Some(Err(TransportError))   the transport failed: the stream ends
+///          ◄── None                        the peer closed
+///
+///   transport ◄── Session::poll_transmit()  the protocol's own answers (a SubscribeRejected),
+///                                           written before anything of the caller's, and
+///                                           written and flushed by the receive loop too
+/// ```
+///
+/// Each received item keeps the exact message bytes, so a relay or an echo
+/// server can forward what it received byte for byte after verifying it.
+///
+/// **Never stalls its executor.** Verification runs in steps of at most
+/// [`Session::verify_step`] items; after each step the connection checks
+/// how long this poll has run and yields (`Pending`, woken again as
+/// `tokio::task::yield_now` wakes, after the runtime has polled its I/O
+/// driver) once one more step as long as the last would take it past
+/// [`YIELD_AFTER`]: steps are sized by time, not only by count. No poll
+/// runs past that by more than a step's misprediction, apart from the
+/// poll that decodes a large message.
+///
+/// **Nothing is lost on cancellation.** A message being verified, and a
+/// verified one not yet handed out, live in the session, not in a future:
+/// a cancelled `next` or [`recv`](Connection::recv) loses nothing. When the
+/// peer disconnects, every message the transport had already received is
+/// still delivered before the end.
+///
+/// **Split halves share the session.** [`Connection::split`] gives a
+/// sending and a receiving half over one shared connection, so ephemeral
+/// subscriptions made on either half (or sent as a `Subscribe` through the
+/// sink) hold for the messages the other receives.
+///
+/// ```
+/// use bijou_frame::net::handshake::ConnectConfig;
+/// use bijou_frame::proto::handshake::HandshakeConfig;
+/// use bijou_frame::proto::message::*;
+/// use bijou_frame::framing::prefix::Bijou64;
+/// use bijou_frame::net::transport::FramedTransport;
+/// use bijou_frame::net::Connection;
+/// use bijou_frame::proto::handshake::Responder;
+/// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let alice = SigningKey::from_bytes(&[1; 32]);
+/// let bob = SigningKey::from_bytes(&[2; 32]);
+/// let (a, b) = tokio::io::duplex(64 * 1024);
+/// let responder = Responder::new(HandshakeConfig::default());
+/// let bob_id = bob.peer_id();
+/// let server = tokio::spawn(async move {
+///     Connection::accept(FramedTransport::new(b, Bijou64), &bob, &responder, &ConnectConfig::default()).await
+/// });
+/// let a = FramedTransport::new(a, Bijou64);
+/// let mut client =
+///     Connection::connect(a, &alice, Audience::Known(bob_id), &ConnectConfig::default()).await?;
+/// let mut server = server.await??;
+/// assert_eq!(server.remote_peer(), alice.peer_id());
+///
+/// let tree = SedimentreeId::new([9; 32]);
+/// let msg = SyncMessage::loose_commit(&alice, tree, CommitId::new([3; 32]), [], Blob::from_static(b"hello"))?;
+/// client.send(msg.clone()).await?;
+///
+/// let received = server.recv().await?.expect("one message");
+/// let verified = received.result?.into_sync().expect("a sync message");
+/// assert_eq!(verified.message, msg);
+/// assert_eq!(verified.items.len(), 1);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Connection<T> {
     transport: T,
@@ -236,7 +235,7 @@ impl<T: Transport> Connection<T> {
     /// # Errors
     ///
     /// [`ConnectError`]; a refused challenge is
-    /// [`HandshakeError::Refused`](crate::handshake::HandshakeError::Refused).
+    /// [`HandshakeError::Refused`](bijou_proto::handshake::HandshakeError::Refused).
     pub async fn accept<S: Identity + ?Sized>(
         mut transport: T,
         signer: &S,
@@ -331,7 +330,7 @@ impl<T: Transport> Connection<T> {
         self.next().await.transpose()
     }
 
-    /// Sends a message (a [`SyncMessage`](bijou_proto::SyncMessage), an
+    /// Sends a message (a [`SyncMessage`](bijou_proto::message::SyncMessage), an
     /// [`EphemeralMessage`], a
     /// [`Message`], or a `&Message`, which is cloned), and flushes. A
     /// Subscribe or Unsubscribe is recorded in the session.
@@ -428,7 +427,9 @@ impl<T: Transport> Connection<T> {
     /// with [`recv`](Self::recv) first if they matter.
     ///
     /// ```no_run
-    /// # use bijou_frame::net::{prefix::Bijou64, transport::FramedTransport, Connection, SendError};
+    /// # use bijou_frame::framing::prefix::Bijou64;
+    /// # use bijou_frame::net::transport::FramedTransport;
+    /// # use bijou_frame::net::{Connection, SendError};
     /// # async fn f(mut conn: Connection<FramedTransport<tokio::net::TcpStream, Bijou64>>) -> Result<(), SendError> {
     /// let closed = conn.shutdown(std::time::Duration::from_secs(2)).await?;
     /// if !closed.peer_closed {
@@ -576,10 +577,10 @@ impl<T: Transport> Connection<T> {
     /// operation's deadline still ends it).
     ///
     /// ```no_run
-    /// # use bijou_frame::net::session::{Operation, Outcome};
-    /// # use bijou_frame::net::message::SedimentreeId;
+    /// # use bijou_frame::proto::session::{Operation, Outcome};
+    /// # use bijou_frame::proto::message::SedimentreeId;
     /// # use bijou_frame::signing::ed25519_dalek::SigningKey;
-    /// # async fn f<T: bijou_frame::net::Transport>(conn: &mut bijou_frame::net::Connection<T>, key: &SigningKey) -> Result<(), bijou_frame::net::RunError> {
+    /// # async fn f<T: bijou_frame::net::transport::Transport>(conn: &mut bijou_frame::net::Connection<T>, key: &SigningKey) -> Result<(), bijou_frame::net::RunError> {
     /// use std::time::Duration;
     /// let tree = SedimentreeId::new([9; 32]);
     /// let fetch = conn.start(Operation::Fetch(tree), Duration::from_secs(10))?;
@@ -846,7 +847,7 @@ impl<T: Transport> Connection<T> {
         moved
     }
 
-    /// The receive loop; see the [module docs](self).
+    /// The receive loop; see [`Connection`].
     fn poll_progress(
         &mut self,
         cx: &mut Context<'_>,

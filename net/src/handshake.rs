@@ -11,23 +11,28 @@
 //!   the whole exchange bounded by config.timeout, else ConnectError::Timeout
 //! ```
 //!
-//! The state machines take the protocol's settings ([`HandshakeConfig`],
-//! the responder's); the drivers take the shell's ([`ConnectConfig`]: the
-//! timeout, the clock, the message length after the handshake).
+//! The state machines (bijou-proto's `handshake` module) take the
+//! protocol's settings ([`HandshakeConfig`], the responder's); the
+//! drivers take the shell's ([`ConnectConfig`]: the timeout, the clock,
+//! the message length after the handshake).
 //!
 //! The state machines' own refusals are [`HandshakeError`]s, wrapped in
 //! [`ConnectError::Handshake`]; what only a driver meets (the transport
 //! failed, the peer closed, the time ran out) has its own variants.
+//!
+//! [`HandshakeConfig`]: bijou_proto::handshake::HandshakeConfig
 
 use std::time::Duration;
 
+use bijou_proto::handshake::{
+    Authenticated, HandshakeError, Initiator, Responder, DEFAULT_MAX_MESSAGE_LENGTH,
+    HANDSHAKE_MAX_MESSAGE_LENGTH,
+};
 use bijou_proto::message::{Audience, RejectionReason};
+use bijou_proto::time::Clock;
 use bijou_signing::Identity;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-
-// The state machines and their configuration, beside their drivers.
-pub use bijou_proto::handshake::*;
 
 use bijou_framing::prefix::PrefixKind;
 
@@ -39,11 +44,11 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The shell's settings for opening or accepting a connection: what no
 /// state machine reads. The protocol's are the responder's
-/// [`HandshakeConfig`].
+/// [`HandshakeConfig`](bijou_proto::handshake::HandshakeConfig).
 ///
 /// ```
 /// use bijou_frame::net::handshake::ConnectConfig;
-/// use bijou_frame::net::time::Clock;
+/// use bijou_frame::proto::time::Clock;
 /// use std::time::Duration;
 ///
 /// let mut config = ConnectConfig::default();

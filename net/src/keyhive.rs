@@ -24,13 +24,10 @@
 //! An open (`--auth open`) server drops `SUK\0` messages: a registration
 //! with it times out while its pushes work.
 
-// The sans-IO keyhive layer, re-exported: documents, delegations, the
-// wire types and the registration state machine.
-pub use bijou_proto::keyhive::*;
-
 use crate::connection::Connection;
 use crate::message_codec::SendError;
 use crate::transport::Transport;
+use bijou_proto::keyhive::SukMessage;
 
 impl<T: Transport> Connection<T> {
     /// Sends one keyhive message, and flushes.

@@ -8,27 +8,29 @@
 //! moves bytes, waits on timers and decides when to yield.
 //!
 //! ```text
-//!   Connection<T: Transport>  ── handle_message / poll_work / poll_event ──►  bijou_frame::proto::Session
+//!   Connection<T: Transport>  ── handle_message / poll_work / poll_event ──►  bijou_frame::proto::session::Session
 //!        │  Sink<Bytes> + Stream<Bytes>
 //!        ▼
 //!   transport::FramedTransport  (bijou64 / LEB128 / u32-BE prefix over AsyncRead + AsyncWrite)
 //!   transport::WebSocketTransport (feature `websocket`)   transport::LengthChecked (anything else)
 //! ```
 //!
-//! - [`transport`]: the [`Transport`] trait (bytes only) and its
+//! - [`transport`]: the [`Transport`](transport::Transport) trait (bytes only) and its
 //!   implementations, each with a maximum message length the handshake
 //!   lowers to 256 bytes until the peer is authenticated.
 //! - [`handshake`]: [`initiate`](handshake::initiate) and
-//!   [`respond`](handshake::respond), with [`ConnectError`].
-//! - [`connection`]: [`Connection`], its split halves, and what it
-//!   delivers.
-//! - [`message_codec`]: [`MessageCodec`], tokio-util's `Decoder`/`Encoder`
-//!   of typed messages over a [`FrameCodec`].
+//!   [`respond`](handshake::respond), with
+//!   [`ConnectError`](handshake::ConnectError).
+//! - [`Connection`], its split halves ([`ConnectionSender`],
+//!   [`ConnectionReceiver`]), and why it stops ([`RunError`]).
+//! - [`MessageCodec`], tokio-util's `Decoder`/`Encoder` of typed messages
+//!   over bijou-framing's `FrameCodec`.
 //!
-//! The protocol's modules are re-exported here ([`message`],
-//! [`ephemeral`], [`nonce_cache`], [`verify_budget`], [`time`]) and so are
-//! the length prefixes ([`prefix`]), so one crate names everything a
-//! connection needs.
+//! Protocol types keep their one path in the crate that defines them: the
+//! messages in `bijou_proto::message`, what a connection delivers in
+//! `bijou_proto::session`, the length prefixes in `bijou_framing::prefix`
+//! (`bijou_frame::proto::...` and `bijou_frame::framing::...` through the
+//! facade).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -37,30 +39,16 @@
 )]
 
 mod budget_timer;
-pub mod connection;
+mod connection;
 pub mod handshake;
 pub mod keyhive;
-pub mod message_codec;
+mod message_codec;
 mod tokio_clock;
 pub mod transport;
 
-pub use bijou_framing::{
-    frame_codec, prefix, Builder, FrameCodec, FrameError, DEFAULT_MAX_FRAME_LENGTH,
-};
-pub use bijou_proto::{ephemeral, message, nonce_cache, rng, session, time, verify_budget};
-
-pub use bijou_codec::Wire;
-pub use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Responder};
-pub use bijou_proto::message::{
-    HandshakeMessage, Message, MessageError, MessageFrame, SyncMessage,
-};
-pub use bijou_proto::VerifyBudget;
 pub use connection::{
-    Connection, Delivered, Received, Rejected, RejectedItem, RunError, Shutdown, VerifiedMessage,
-    HELD_BYTES, HELD_MESSAGES,
+    Connection, ConnectionReceiver, ConnectionSender, ReuniteError, RunError, Shutdown, HELD_BYTES,
+    HELD_MESSAGES, YIELD_AFTER,
 };
-pub use handshake::ConnectConfig;
-pub use handshake::ConnectError;
 pub use message_codec::{MessageCodec, SendError};
 pub use tokio_clock::TokioClock;
-pub use transport::{Transport, TransportError};

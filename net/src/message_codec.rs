@@ -1,73 +1,3 @@
-//! [`MessageCodec`]: [`FrameCodec`] plus typed decoding and encoding of
-//! [`Message`]s (sync or handshake), dispatched on the 4-byte schema. This
-//! is the one typed path: [`Connection`](crate::Connection) and the
-//! [`handshake`](crate::handshake) are built on it.
-//!
-//! ```text
-//!   wire:  | prefix | "SUM\0" | TotalSize | Tag | payload | prefix | "SUH\0" | 00 | ... |
-//!          \_ FrameCodec<P> _/\____ one frame = one Message __/
-//!
-//!   decode:  bytes ──FrameCodec──► frame (Bytes) ──Message::decode──► MessageFrame { bytes, message }
-//!   encode:  &Message ──wire_len──► prefix ──write_to──► message, in place in the frame buffer
-//!            Bytes ─────────────────► prefix + bytes as they are (forwarding a received frame)
-//! ```
-//!
-//! Decoding yields each message **together with its exact frame bytes**,
-//! so a relay or an echo server verifies what it received and forwards the
-//! same bytes. Signed items and blobs inside the message are zero-copy
-//! slices of those bytes.
-//!
-//! Encoding writes the length prefix and then the message straight into the
-//! frame buffer: the message's exact length is computed first (every count
-//! checked), so there is no intermediate buffer and nothing is written for
-//! a message that cannot be encoded.
-//!
-//! # Error handling
-//!
-//! There are two kinds of failure, handled differently:
-//!
-//! - **Framing errors end the stream.** A malformed or oversize length
-//!   prefix, or a stream that stops inside a frame, is a
-//!   [`FrameError`], returned as the `Decoder::Error`. The next frame
-//!   boundary cannot be found after it, so tokio-util's `FramedRead` ends
-//!   the stream; drop the connection.
-//! - **A bad message does not.** A well-delimited frame whose contents do
-//!   not decode (unknown schema, retired tag, wrong `TotalSize`, unsorted
-//!   ids, ...) leaves the stream in sync: the frame was consumed whole. The
-//!   item is a [`MessageFrame`] whose `message` is the
-//!   `Err(MessageError)`; the caller decides whether to skip it, answer, or
-//!   disconnect.
-//!
-//! ```
-//! use bijou_frame::framing::FrameCodec;
-//! use bijou_frame::net::MessageCodec;
-//! use bijou_frame::proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
-//! use bytes::{Bytes, BytesMut};
-//! use tokio_util::codec::{Decoder, Encoder};
-//!
-//! let mut codec = MessageCodec::new();
-//! let mut wire = BytesMut::new();
-//! let reject = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
-//! codec.encode(&reject, &mut wire)?;
-//! // A well-framed frame holding garbage, then a good message again.
-//! FrameCodec::new().encode(Bytes::from_static(b"SUM\0junk"), &mut wire)?;
-//! codec.encode(&reject, &mut wire)?;
-//!
-//! let first = codec.decode(&mut wire)?.expect("a frame");
-//! assert_eq!(first.message, Ok(reject.clone()));
-//! assert_eq!(first.bytes.len(), 41); // the exact frame, without the prefix
-//! let second = codec.decode(&mut wire)?.expect("a frame");
-//! assert!(matches!(second.message, Err(MessageError::TotalSize { .. })));
-//! assert_eq!(&second.bytes[..], b"SUM\0junk");
-//! assert_eq!(codec.decode(&mut wire)?.expect("a frame").message, Ok(reject)); // still in sync
-//! assert!(codec.decode(&mut wire)?.is_none());
-//!
-//! // A framing error is the decoder's error: the stream ends.
-//! let mut bad = BytesMut::from(&[0xFF; 9][..]); // bijou64 overflow
-//! assert!(codec.decode(&mut bad).is_err());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use std::io;
 
 use bijou_framing::prefix::{Bijou64, LengthPrefix};
@@ -80,7 +10,75 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::transport::WriteInPlace;
 
-/// Typed message codec; see the [module docs](self).
+/// [`MessageCodec`]: [`FrameCodec`] plus typed decoding and encoding of
+/// [`Message`]s (sync or handshake), dispatched on the 4-byte schema. This
+/// is the one typed path: [`Connection`](crate::Connection) and the
+/// [`handshake`](crate::handshake) are built on it.
+///
+/// ```text
+///   wire:  | prefix | "SUM\0" | TotalSize | Tag | payload | prefix | "SUH\0" | 00 | ... |
+///          \_ FrameCodec<P> _/\____ one frame = one Message __/
+///
+///   decode:  bytes ──FrameCodec──► frame (Bytes) ──Message::decode──► MessageFrame { bytes, message }
+///   encode:  &Message ──wire_len──► prefix ──write_to──► message, in place in the frame buffer
+///            Bytes ─────────────────► prefix + bytes as they are (forwarding a received frame)
+/// ```
+///
+/// Decoding yields each message **together with its exact frame bytes**,
+/// so a relay or an echo server verifies what it received and forwards the
+/// same bytes. Signed items and blobs inside the message are zero-copy
+/// slices of those bytes.
+///
+/// Encoding writes the length prefix and then the message straight into the
+/// frame buffer: the message's exact length is computed first (every count
+/// checked), so there is no intermediate buffer and nothing is written for
+/// a message that cannot be encoded.
+///
+/// # Error handling
+///
+/// There are two kinds of failure, handled differently:
+///
+/// - **Framing errors end the stream.** A malformed or oversize length
+///   prefix, or a stream that stops inside a frame, is a
+///   [`FrameError`], returned as the `Decoder::Error`. The next frame
+///   boundary cannot be found after it, so tokio-util's `FramedRead` ends
+///   the stream; drop the connection.
+/// - **A bad message does not.** A well-delimited frame whose contents do
+///   not decode (unknown schema, retired tag, wrong `TotalSize`, unsorted
+///   ids, ...) leaves the stream in sync: the frame was consumed whole. The
+///   item is a [`MessageFrame`] whose `message` is the
+///   `Err(MessageError)`; the caller decides whether to skip it, answer, or
+///   disconnect.
+///
+/// ```
+/// use bijou_frame::framing::FrameCodec;
+/// use bijou_frame::net::MessageCodec;
+/// use bijou_frame::proto::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
+/// use bytes::{Bytes, BytesMut};
+/// use tokio_util::codec::{Decoder, Encoder};
+///
+/// let mut codec = MessageCodec::new();
+/// let mut wire = BytesMut::new();
+/// let reject = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
+/// codec.encode(&reject, &mut wire)?;
+/// // A well-framed frame holding garbage, then a good message again.
+/// FrameCodec::new().encode(Bytes::from_static(b"SUM\0junk"), &mut wire)?;
+/// codec.encode(&reject, &mut wire)?;
+///
+/// let first = codec.decode(&mut wire)?.expect("a frame");
+/// assert_eq!(first.message, Ok(reject.clone()));
+/// assert_eq!(first.bytes.len(), 41); // the exact frame, without the prefix
+/// let second = codec.decode(&mut wire)?.expect("a frame");
+/// assert!(matches!(second.message, Err(MessageError::TotalSize { .. })));
+/// assert_eq!(&second.bytes[..], b"SUM\0junk");
+/// assert_eq!(codec.decode(&mut wire)?.expect("a frame").message, Ok(reject)); // still in sync
+/// assert!(codec.decode(&mut wire)?.is_none());
+///
+/// // A framing error is the decoder's error: the stream ends.
+/// let mut bad = BytesMut::from(&[0xFF; 9][..]); // bijou64 overflow
+/// assert!(codec.decode(&mut bad).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct MessageCodec<P = Bijou64> {
     frames: FrameCodec<P>,

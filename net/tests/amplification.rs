@@ -5,13 +5,16 @@
 use std::time::Duration;
 
 use bijou_codec::Wire;
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::{
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::{Connection, TokioClock};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::{
     Audience, BatchSyncResponse, CommitId, LooseCommit, Message, MessageError, RemoteHeads,
     SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
-use bijou_net::time::Now;
-use bijou_net::{Connection, Rejected, TokioClock, VerifyBudget};
+use bijou_proto::session::Rejected;
+use bijou_proto::time::Now;
+use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bijou_test_support::connections::{duplex_pair, DuplexConnection};
 
@@ -159,7 +162,7 @@ async fn a_cancelled_recv_loses_no_message() {
             .await
             .expect("send");
     }
-    let head = |received: bijou_net::Received| match received
+    let head = |received: bijou_proto::session::Received| match received
         .result
         .expect("verified")
         .into_sync()
@@ -191,8 +194,8 @@ async fn a_cancelled_recv_loses_no_message() {
 /// message waits until 21 tokens have come back at 100/s: about 0.21 s.
 #[test]
 fn the_budget_waits_without_a_tokio_runtime() {
-    use bijou_net::handshake::Initiator;
     use bijou_net::transport::LengthChecked;
+    use bijou_proto::handshake::Initiator;
     use futures::StreamExt;
 
     let (alice, bob) = (

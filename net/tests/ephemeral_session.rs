@@ -8,14 +8,17 @@
 use std::time::Duration;
 
 use bijou_codec::ReadError;
-use bijou_net::ephemeral::{EphemeralConfig, EphemeralRejected};
-use bijou_net::handshake::{Clock, ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::{
+use bijou_framing::prefix::Bijou64;
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::transport::FramedTransport;
+use bijou_net::Connection;
+use bijou_proto::ephemeral::{EphemeralConfig, EphemeralRejected};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::{
     Audience, EphemeralPayload, MessageError, SignedEphemeral, Topic, Topics,
 };
-use bijou_net::prefix::Bijou64;
-use bijou_net::transport::FramedTransport;
-use bijou_net::{Connection, Delivered, Received, Rejected};
+use bijou_proto::session::{Delivered, Received, Rejected};
+use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
 use bytes::Bytes;
@@ -339,9 +342,9 @@ impl futures::Sink<Bytes> for Stuck {
 /// one answer: the connection stops reading until it is written.
 #[test]
 fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
-    use bijou_net::handshake::Initiator;
-    use bijou_net::time::Now;
     use bijou_net::transport::LengthChecked;
+    use bijou_proto::handshake::Initiator;
+    use bijou_proto::time::Now;
     use futures::FutureExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

@@ -5,10 +5,12 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::{Audience, DataRequestRejected, SedimentreeId, SyncMessage};
+use bijou_framing::prefix::Bijou64;
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::{websocket, FramedTransport, Transport};
-use bijou_net::{prefix::Bijou64, Connection};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::{Audience, DataRequestRejected, SedimentreeId, SyncMessage};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 use bijou_test_support::connections::duplex_pair;
 use tokio::net::{TcpListener, TcpStream};
@@ -24,7 +26,9 @@ fn message(i: u8) -> SyncMessage {
 
 /// The server reads until the client's close, answering each message, and
 /// reports how many it read and whether the stream ended cleanly.
-async fn serve<T: Transport>(conn: Result<Connection<T>, bijou_net::ConnectError>) -> (u64, bool) {
+async fn serve<T: Transport>(
+    conn: Result<Connection<T>, bijou_net::handshake::ConnectError>,
+) -> (u64, bool) {
     let mut conn = conn.expect("handshake");
     let mut read = 0;
     loop {

@@ -7,21 +7,26 @@
 //! replay cache, the order of the checks) are tested without a runtime in
 //! `proto/tests/handshake_sans_io.rs`.
 
-use bijou_net::session::SendRefused;
-use bijou_net::ConnectError;
+use bijou_net::handshake::ConnectError;
+use bijou_proto::session::SendRefused;
 use std::time::Duration;
 
 use bijou_codec::Wire;
-use bijou_net::connection::Rejected;
-use bijou_net::handshake::{
-    Clock, ConnectConfig, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
+use bijou_framing::prefix::Bijou64;
+use bijou_framing::{FrameCodec, FrameError};
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::transport::TransportError;
+use bijou_net::transport::{FramedTransport, Transport};
+use bijou_net::{Connection, SendError};
+use bijou_proto::handshake::{
+    HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
 };
-use bijou_net::message::{
+use bijou_proto::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
     RejectionReason, RemoteHeads, SedimentreeId, SignedItem, SyncMessage, VerifyItemError,
 };
-use bijou_net::transport::{FramedTransport, Transport};
-use bijou_net::{prefix::Bijou64, Connection, FrameCodec, FrameError, SendError, TransportError};
+use bijou_proto::session::Rejected;
+use bijou_proto::time::Clock;
 use bijou_signing::Blob;
 use bijou_signing::{ed25519_dalek::SigningKey, BlobMismatch, Identity, Signed};
 use bytes::Bytes;

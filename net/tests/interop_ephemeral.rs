@@ -21,11 +21,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bijou_net::ephemeral::EphemeralRejected;
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig};
-use bijou_net::message::{Audience, Topic, Topics};
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::{websocket, Transport};
-use bijou_net::{Connection, Delivered, Received, Rejected};
+use bijou_net::Connection;
+use bijou_proto::ephemeral::EphemeralRejected;
+use bijou_proto::handshake::HandshakeConfig;
+use bijou_proto::message::{Audience, Topic, Topics};
+use bijou_proto::session::{Delivered, Received, Rejected};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use future_form::Sendable;
 use futures::StreamExt;
@@ -592,7 +594,7 @@ async fn direct_pair(me: &SigningKey) -> (Connection<impl Transport>, Connection
     let server = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.expect("accept");
         let transport = websocket::accept(stream).await.expect("upgrade");
-        let responder = bijou_net::Responder::new(HandshakeConfig::default());
+        let responder = bijou_proto::handshake::Responder::new(HandshakeConfig::default());
         Connection::accept(
             transport,
             &server_key,

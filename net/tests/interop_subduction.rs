@@ -8,22 +8,24 @@
 //! side is only `bijou_net` (`websocket` transport, sans-IO handshake,
 //! `Connection`).
 
-use bijou_net::ConnectError;
+use bijou_net::handshake::ConnectError;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bijou_net::handshake::{
-    Clock, ConnectConfig, HandshakeConfig, HandshakeError, Initiator, Responder,
-};
-use bijou_net::message::{
+use bijou_codec::Wire;
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::transport::{websocket, Transport};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, Responder};
+use bijou_proto::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, Fragment, HandshakeMessage,
     LooseCommit, Message, RejectionReason, RemoteHeads, SedimentreeId, SignedItem, SyncMessage,
     SyncResult,
 };
-use bijou_net::time::Now;
-use bijou_net::transport::{websocket, Transport};
-use bijou_net::{Connection, VerifiedMessage, Wire};
+use bijou_proto::session::VerifiedMessage;
+use bijou_proto::time::Clock;
+use bijou_proto::time::Now;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use future_form::Sendable;
@@ -61,7 +63,7 @@ fn config() -> ConnectConfig {
 }
 
 fn now() -> u64 {
-    bijou_net::time::Clock::system().unix_secs()
+    bijou_proto::time::Clock::system().unix_secs()
 }
 
 fn random_tree() -> SedimentreeId {
@@ -341,7 +343,7 @@ async fn start_our_server(
 ) -> (
     SocketAddr,
     PeerId,
-    mpsc::UnboundedReceiver<Result<(PeerId, Option<bijou_net::Received>), ConnectError>>,
+    mpsc::UnboundedReceiver<Result<(PeerId, Option<bijou_proto::session::Received>), ConnectError>>,
 ) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");

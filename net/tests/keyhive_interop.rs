@@ -31,17 +31,18 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bijou_net::handshake::ConnectConfig;
-use bijou_net::keyhive::{
+use bijou_net::transport::{websocket, Transport, TransportError};
+use bijou_net::Connection;
+use bijou_net::RunError;
+use bijou_proto::keyhive::{
     check_tree_id, Access, DocumentKey, Grantee, KeyhiveError, Outcome, RootDelegation,
 };
-use bijou_net::message::{
+use bijou_proto::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
-use bijou_net::session::{self, Operation, OperationError, TreeAccess};
-use bijou_net::transport::{websocket, Transport, TransportError};
-use bijou_net::RunError;
-use bijou_net::{Connection, VerifiedMessage};
+use bijou_proto::session::VerifiedMessage;
+use bijou_proto::session::{self, Operation, OperationError, TreeAccess};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use bytes::Bytes;
 use future_form::Sendable;
@@ -440,7 +441,7 @@ async fn push(
             Err(_) => return None,
             Ok(received) => received.expect("open").expect("transport ok"),
         };
-        if let Ok(bijou_net::Delivered::Sync(VerifiedMessage {
+        if let Ok(bijou_proto::session::Delivered::Sync(VerifiedMessage {
             message: SyncMessage::HeadsUpdate(update),
             ..
         })) = received.result
@@ -469,7 +470,7 @@ async fn fetch(
             .expect("an answer in time")
             .expect("open")
             .expect("transport ok");
-        let Ok(bijou_net::Delivered::Sync(verified)) = received.result else {
+        let Ok(bijou_proto::session::Delivered::Sync(verified)) = received.result else {
             continue;
         };
         if let SyncMessage::BatchSyncResponse(response) = verified.message {

@@ -18,14 +18,15 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use bijou_net::handshake::ConnectConfig;
-use bijou_net::keyhive::{Access, DocumentKey, Grantee};
-use bijou_net::message::{
+use bijou_net::transport::{websocket, Transport};
+use bijou_net::Connection;
+use bijou_proto::keyhive::{Access, DocumentKey, Grantee};
+use bijou_proto::message::{
     Audience, BatchSyncRequest, BlobMessage, CommitId, FingerprintSeed, LooseCommit, Message,
     RemoteHeads, SedimentreeId, SignedItem, SyncMessage, SyncResult,
 };
-use bijou_net::session::{Operation, Outcome, TreeAccess};
-use bijou_net::transport::{websocket, Transport};
-use bijou_net::{Connection, Delivered, VerifiedMessage};
+use bijou_proto::session::{Delivered, VerifiedMessage};
+use bijou_proto::session::{Operation, Outcome, TreeAccess};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use futures::StreamExt;
 use tokio::time::timeout;

@@ -4,9 +4,13 @@
 //! the stream; an unencodable message writes nothing.
 
 use bijou_codec::{Wire, WriteError};
-use bijou_net::message::{DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage};
-use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_net::{FrameCodec, FrameError, MessageCodec, MessageFrame, SendError};
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::{FrameCodec, FrameError};
+use bijou_net::{MessageCodec, SendError};
+use bijou_proto::message::MessageFrame;
+use bijou_proto::message::{
+    DataRequestRejected, Message, MessageError, SedimentreeId, SyncMessage,
+};
 use bijou_test_support::messages::*;
 use bijou_test_support::strategy::*;
 use bytes::{Bytes, BytesMut};

@@ -32,11 +32,11 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use bijou_net::message::{
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
+use bijou_proto::message::{
     Challenge, Fragment, HandshakeMessage, LooseCommit, Message, Response, SyncMessage, SyncResult,
 };
-use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_net::DEFAULT_MAX_FRAME_LENGTH;
 use bijou_test_support::checks::{self, Depth};
 use bijou_test_support::fuzz::{
     corpus, keys, mutate_some, resigned_mutant, set_prefix, stream, Kind, Rng, SignedKind, Specimen,

@@ -7,11 +7,12 @@
 use std::time::Duration;
 
 use bijou_net::handshake::ConnectConfig;
-use bijou_net::message::{
+use bijou_net::{RunError, HELD_MESSAGES};
+use bijou_proto::message::{
     CommitId, DataRequestRejected, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage,
 };
-use bijou_net::session::{Operation, OperationError, Outcome};
-use bijou_net::{Delivered, RunError, HELD_MESSAGES};
+use bijou_proto::session::Delivered;
+use bijou_proto::session::{Operation, OperationError, Outcome};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob};
 use bijou_test_support::connections::{duplex_pair, DuplexConnection};
 use tokio::time::timeout;
@@ -234,11 +235,11 @@ async fn a_registration_left_waiting_for_its_signer_ends_at_its_deadline_under_r
     timeout(LIMIT, async {
         let (mut client, _server) = pair().await;
         let (client_key, _) = keys();
-        let doc = bijou_net::keyhive::DocumentKey::from_seed([3; 32]);
+        let doc = bijou_proto::keyhive::DocumentKey::from_seed([3; 32]);
         let delegation = doc
             .root_delegation(
-                bijou_net::keyhive::Grantee::Public,
-                bijou_net::keyhive::Access::Edit,
+                bijou_proto::keyhive::Grantee::Public,
+                bijou_proto::keyhive::Access::Edit,
             )
             .expect("delegation");
         let id = client

@@ -21,14 +21,18 @@
 
 use bijou_codec::{DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
 use bijou_framing::frame_codec::RESERVE_STEP;
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::{Audience, MessageError};
+use bijou_framing::prefix::Bijou64;
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::websocket::{self, WebSocketTransport};
 use bijou_net::transport::ws_frame::{encode_header, FrameDecoder, OpCode, Role};
 use bijou_net::transport::FramedTransport;
-use bijou_net::{prefix::Bijou64, Connection, Received, Rejected, TokioClock, Transport};
+use bijou_net::transport::Transport;
+use bijou_net::{Connection, TokioClock};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::keyhive::message::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
+use bijou_proto::message::{Audience, MessageError};
+use bijou_proto::session::{Received, Rejected};
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Identity, PeerId};
 use bijou_test_support::heap::{self, read_loop, Alone, Bound, PeakAlloc, READ_RESERVE};

@@ -32,14 +32,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bijou_codec::Wire;
-use bijou_net::message::{
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
+use bijou_proto::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, Challenge, Checkpoint, CommitId,
     DataRequestRejected, Fingerprint, FingerprintSeed, Fragment, HandshakeMessage, HeadsUpdate,
     LooseCommit, Message, Rejection, RejectionReason, RemoteHeads, Response, SedimentreeId,
     SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
-use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_net::DEFAULT_MAX_FRAME_LENGTH;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, Identity, PeerId, Signed, SIGNATURE_LEN};
 use bijou_test_support::checks::{self, Depth};

@@ -3,13 +3,17 @@
 
 use std::time::Duration;
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::Audience;
-use bijou_net::prefix::PrefixKind;
+use bijou_framing::prefix::Bijou64;
+use bijou_framing::prefix::PrefixKind;
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::handshake::ConnectError;
 use bijou_net::transport::peer_framing::PeerFraming;
 use bijou_net::transport::websocket::{self, UpgradeError};
 use bijou_net::transport::FramedTransport;
-use bijou_net::{prefix::Bijou64, ConnectError, Connection, TransportError};
+use bijou_net::transport::TransportError;
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::Audience;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::timeout;
@@ -172,9 +176,9 @@ async fn a_framed_client_at_an_http_server_is_told_to_use_ws() {
 /// rejection, to a bijou64 client) names that prefix.
 #[tokio::test]
 async fn a_reply_behind_another_prefix_names_that_prefix() {
-    use bijou_net::message::{HandshakeMessage, Rejection, RejectionReason};
-    use bijou_net::prefix::{LengthPrefix, U32Be};
-    use bijou_net::Wire;
+    use bijou_codec::Wire;
+    use bijou_framing::prefix::{LengthPrefix, U32Be};
+    use bijou_proto::message::{HandshakeMessage, Rejection, RejectionReason};
     let rejection = HandshakeMessage::Rejection(Rejection {
         reason: RejectionReason::InvalidAudience,
         timestamp: 1,
@@ -205,7 +209,7 @@ async fn a_reply_behind_another_prefix_names_that_prefix() {
 /// prefix.
 #[tokio::test]
 async fn a_server_names_the_prefix_a_client_frames_with() {
-    use bijou_net::prefix::U32Be;
+    use bijou_framing::prefix::U32Be;
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let server = tokio::spawn(async move {

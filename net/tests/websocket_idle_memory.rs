@@ -19,13 +19,16 @@
 use std::alloc::System;
 use std::time::Duration;
 
-use bijou_net::handshake::{Clock, ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::{
+use bijou_framing::prefix::Bijou64;
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::transport::{websocket, FramedTransport};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::{
     Audience, BlobMessage, CommitId, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage,
 };
-use bijou_net::transport::{websocket, FramedTransport};
-use bijou_net::{prefix::Bijou64, Connection};
+use bijou_proto::time::Clock;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use cap::Cap;
 

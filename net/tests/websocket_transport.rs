@@ -9,27 +9,29 @@
 //!
 //! Every test is bounded by [`tokio::time::timeout`].
 
-use bijou_net::session::SendRefused;
-use bijou_net::ConnectError;
+use bijou_net::handshake::ConnectError;
+use bijou_proto::session::SendRefused;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bijou_codec::Wire;
-use bijou_net::connection::{RejectedItem, VerifiedMessage};
-use bijou_net::handshake::{
-    Clock, ConnectConfig, HandshakeConfig, HandshakeError, Initiator, Responder,
-    HANDSHAKE_MAX_MESSAGE_LENGTH,
+use bijou_net::handshake::ConnectConfig;
+use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
+use bijou_net::transport::{Transport, TransportError};
+use bijou_net::{Connection, SendError};
+use bijou_proto::handshake::{
+    HandshakeConfig, HandshakeError, Initiator, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
 };
-use bijou_net::message::{
+use bijou_proto::message::{
     Audience, BatchSyncResponse, BlobMessage, Challenge, CommitId, Fragment, HandshakeMessage,
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, VerifiedItem, VerifyItemError,
 };
-use bijou_net::time::Now;
-use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
-use bijou_net::transport::{Transport, TransportError};
-use bijou_net::{Connection, Received, SendError};
+use bijou_proto::session::Received;
+use bijou_proto::session::{RejectedItem, VerifiedMessage};
+use bijou_proto::time::Clock;
+use bijou_proto::time::Now;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, BlobMismatch, Identity, Signed};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -816,7 +818,7 @@ async fn reuniting_halves_of_different_connections_is_an_error() {
             err.to_string(),
             "tried to reunite the halves of two different connections"
         );
-        let bijou_net::connection::ReuniteError(tx_a, rx_b) = *err;
+        let bijou_net::ReuniteError(tx_a, rx_b) = *err;
         let mut client_a = tx_a.reunite(rx_a).expect("same connection a");
         let _client_b = tx_b.reunite(rx_b).expect("same connection b");
         let sent = commit_msg(CLIENT, 5);

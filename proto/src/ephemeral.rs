@@ -47,7 +47,7 @@
 //!   of topics); the rest of a Subscribe is reported as rejected, for a
 //!   `SubscribeRejected` answer.
 //! - **CPU**: one signature check per message that passes steps 1 to 4,
-//!   paced by the connection's [`VerifyBudget`](crate::VerifyBudget).
+//!   paced by the connection's [`VerifyBudget`](crate::verify_budget::VerifyBudget).
 //!
 //! ```
 //! use bijou_frame::proto::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSession};

@@ -39,6 +39,11 @@
 //!   number is drawn (seeded by [`SessionConfig`] for a session).
 //!
 //! [`Initiator`]: handshake::Initiator
+//! [`SyncMessage`]: message::SyncMessage
+//! [`Message`]: message::Message
+//! [`Clock`]: time::Clock
+//! [`Now`]: time::Now
+//! [`SessionConfig`]: session::SessionConfig
 //! [`Responder`]: handshake::Responder
 //! [`Session`]: session::Session
 // `no_std` + `alloc` without the `std` feature (checked by CI's wasm32
@@ -63,10 +68,3 @@ pub mod rng;
 pub mod session;
 pub mod time;
 pub mod verify_budget;
-
-pub use bijou_codec::Wire;
-pub use handshake::{Authenticated, HandshakeConfig, HandshakeError, Initiator, Responder};
-pub use message::{HandshakeMessage, Message, MessageError, MessageFrame, SyncMessage};
-pub use session::{Delivered, Received, Rejected, Session, SessionConfig};
-pub use time::{Clock, Now, TimeProvider, Timestamp};
-pub use verify_budget::VerifyBudget;

@@ -32,7 +32,7 @@
 //! connection that sent it.
 //!
 //! ```
-//! use bijou_frame::proto::VerifyBudget;
+//! use bijou_frame::proto::verify_budget::VerifyBudget;
 //! let budget = VerifyBudget::new(1_000, 2_000);
 //! assert_eq!(budget.per_second(), 1_000);
 //! assert_eq!(VerifyBudget::DEFAULT.per_second(), 8_192);

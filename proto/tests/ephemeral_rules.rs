@@ -11,7 +11,7 @@ use bijou_proto::message::{
 };
 use bijou_proto::session::{Delivered, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::Now;
-use bijou_proto::VerifyBudget;
+use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
 use bytes::Bytes;

@@ -8,7 +8,7 @@ use bijou_proto::ephemeral::{EphemeralConfig, EphemeralRejected, EphemeralSessio
 use bijou_proto::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
 use bijou_proto::rng::SeededRng;
 use bijou_proto::time::Now;
-use bijou_proto::VerifyBudget;
+use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::ed25519_dalek::SigningKey;
 
 const NOW: u64 = 1_700_000_000;

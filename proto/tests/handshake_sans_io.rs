@@ -3,10 +3,11 @@
 //! driven with bytes and the time alone.
 
 use bijou_codec::Wire;
-use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, NonceCache, Responder};
+use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, Responder};
 use bijou_proto::message::{
     Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
 };
+use bijou_proto::nonce_cache::NonceCache;
 use bijou_proto::time::Now;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, Signed};
 use bytes::Bytes;

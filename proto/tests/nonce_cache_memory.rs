@@ -8,7 +8,7 @@
 use std::alloc::System;
 use std::time::Duration;
 
-use bijou_proto::handshake::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
+use bijou_proto::nonce_cache::{NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
 use bijou_signing::PeerId;
 use cap::Cap;
 use rand::rngs::StdRng;

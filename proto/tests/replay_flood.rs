@@ -9,8 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use bijou_proto::handshake::{HandshakeConfig, NonceCache, NonceCheck, Responder};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::message::{Audience, Challenge, RejectionReason};
+use bijou_proto::nonce_cache::{NonceCache, NonceCheck};
 use bijou_proto::time::Now;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, PeerId, Signed};
 use rand::rngs::StdRng;

@@ -45,16 +45,17 @@ use std::time::Duration;
 
 use bijou_codec::Wire;
 use bijou_frame::framing::{FrameCodec, FrameError};
-use bijou_proto::handshake::{HandshakeConfig, Initiator, NonceCache, Responder};
+use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_proto::message::{
     Audience, BatchSyncResponse, CommitId, EphemeralMessage, Fragment, HeadsUpdate, LooseCommit,
     Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult, Topic,
     Topics, VerifiedItem,
 };
+use bijou_proto::nonce_cache::NonceCache;
 use bijou_proto::rng::SeededRng;
 use bijou_proto::session::{Delivered, Operation, Outcome, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::{Now, Timestamp};
-use bijou_proto::VerifyBudget;
+use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;

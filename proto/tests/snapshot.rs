@@ -17,7 +17,7 @@ use bijou_proto::session::{
     Delivered, Operation, OperationError, Outcome, Received, Rejected, Session, SessionConfig, Work,
 };
 use bijou_proto::time::{Now, Timestamp};
-use bijou_proto::VerifyBudget;
+use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
 use bytes::Bytes;
 use proptest::prelude::*;

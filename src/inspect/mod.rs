@@ -32,7 +32,7 @@
 //! ```
 //! use bijou_frame::framing::prefix::PrefixKind;
 //! use bijou_frame::inspect::{inspect, Status};
-//! use bijou_frame::prelude::Wire;
+//! use bijou_frame::codec::Wire;
 //! use bijou_frame::proto::message::{DataRequestRejected, Message, SedimentreeId, SyncMessage};
 //!
 //! let msg = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));
@@ -302,7 +302,7 @@ pub struct Detected {
 /// ```
 /// use bijou_frame::framing::prefix::PrefixKind;
 /// use bijou_frame::inspect::detect;
-/// use bijou_frame::prelude::Wire;
+/// use bijou_frame::codec::Wire;
 /// use bijou_frame::proto::message::{DataRequestRejected, Message, SedimentreeId, SyncMessage};
 ///
 /// let msg = Message::Sync(SyncMessage::from(DataRequestRejected { id: SedimentreeId::new([1; 32]) }));

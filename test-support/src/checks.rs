@@ -12,14 +12,15 @@
 //! input.
 
 use bijou_codec::{ReadError, Wire};
-use bijou_net::message::{
+use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
+use bijou_framing::{FrameCodec, FrameError};
+use bijou_net::MessageCodec;
+use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, SukMessage};
+use bijou_proto::message::{
     BlobMessage, Challenge, EphemeralMessage, Fragment, HandshakeMessage, LooseCommit, Message,
     MessageError, Response, Scoped, SyncMessage, SyncResult,
 };
-use bijou_net::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
-use bijou_net::{FrameCodec, FrameError, MessageCodec};
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
-use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, SukMessage};
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{DecodeError, HasBlobMeta, Payload, Signed, SIGNATURE_LEN};
 use bytes::{Bytes, BytesMut};
@@ -572,7 +573,7 @@ pub fn check_stream<P: LengthPrefix>(
 
 /// A frame from `MessageCodec`: an accepted message re-encodes to the
 /// frame's bytes.
-fn check_frame(frame: bijou_net::MessageFrame, report: &mut StreamReport) {
+fn check_frame(frame: bijou_proto::message::MessageFrame, report: &mut StreamReport) {
     if let Ok(msg) = &frame.message {
         assert_eq!(
             msg.encode().expect("encodes"),
@@ -625,7 +626,12 @@ pub fn split_sizes(seed: u64, len: usize) -> Vec<usize> {
 pub fn check_stream_all_splits<P: LengthPrefix>(stream: &[u8]) {
     for seed in 0..5 {
         let sizes = split_sizes(seed, stream.len());
-        check_stream::<P>(stream, &sizes, bijou_net::DEFAULT_MAX_FRAME_LENGTH, None);
+        check_stream::<P>(
+            stream,
+            &sizes,
+            bijou_framing::DEFAULT_MAX_FRAME_LENGTH,
+            None,
+        );
         check_stream::<P>(stream, &sizes, 256, None);
     }
 }

@@ -1,10 +1,12 @@
 //! Two authenticated connections over an in-memory pipe, for tests that
 //! need a connected pair and nothing else.
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::Audience;
+use bijou_framing::prefix::Bijou64;
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::FramedTransport;
-use bijou_net::{prefix::Bijou64, Connection};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::Audience;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 use tokio::io::DuplexStream;
 

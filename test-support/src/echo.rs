@@ -8,11 +8,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bijou_net::connection::Rejected;
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Responder};
-use bijou_net::message::Audience;
+use bijou_framing::prefix::Bijou64;
+use bijou_net::handshake::{ConnectConfig, ConnectError};
 use bijou_net::transport::FramedTransport;
-use bijou_net::{prefix::Bijou64, ConnectError, Connection};
+use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::Audience;
+use bijou_proto::session::Rejected;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use bytes::Bytes;
 use tokio::net::{TcpListener, TcpStream};

@@ -15,17 +15,17 @@
 //! - [`Stream`]s: messages behind a length prefix, and prefix extremes.
 
 use bijou_codec::Wire;
-use bijou_net::message::{
+use bijou_framing::prefix::LengthPrefix;
+use bijou_framing::FrameCodec;
+use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::{
+    ContactCardJson, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage,
+};
+use bijou_proto::message::{
     Audience, BatchSyncRequest, BatchSyncResponse, BlobMessage, Challenge, Checkpoint, CommitId,
     DataRequestRejected, Fingerprint, FingerprintSeed, Fragment, HandshakeMessage, HeadsUpdate,
     LooseCommit, Message, Rejection, RejectionReason, RemoteHeads, Response, SedimentreeId,
     SignedItem, SyncDiff, SyncMessage, SyncResult,
-};
-use bijou_net::prefix::LengthPrefix;
-use bijou_net::FrameCodec;
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
-use bijou_proto::keyhive::{
-    ContactCardJson, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage,
 };
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, Identity, PeerId, Signed, SIGNATURE_LEN};

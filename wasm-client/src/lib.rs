@@ -24,13 +24,13 @@ extern crate alloc;
 use bijou_proto::handshake::{HandshakeError, Initiator};
 use core::time::Duration;
 
+use bijou_codec::Wire;
 use bijou_proto::message::{Audience, CommitId, SedimentreeId, SyncMessage};
 use bijou_proto::rng::SeededRng;
 use bijou_proto::session::{
     Completed, Operation, OperationId, Received, Session, SessionConfig, StartError, Work,
 };
 use bijou_proto::time::Now;
-use bijou_proto::Wire;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::{Blob, Identity, PeerId, SealError};
 use bytes::Bytes;

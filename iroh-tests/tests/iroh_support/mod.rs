@@ -7,10 +7,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bijou_net::handshake::{ConnectConfig, HandshakeConfig, Initiator, Responder};
-use bijou_net::message::Audience;
+use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::iroh::{self as quic, IrohTransport, NodeAddr};
 use bijou_net::Connection;
+use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_proto::message::Audience;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 use bytes::Bytes;
 use iroh::endpoint::{ConnectionError, RecvStream, SendStream};
@@ -78,7 +79,7 @@ impl RawPeer {
         let initiator = Initiator::new(
             me,
             Audience::Known(server_key.peer_id()),
-            bijou_net::time::Clock::system().now(),
+            bijou_proto::time::Clock::system().now(),
             rand::random(),
         )
         .expect("sign");

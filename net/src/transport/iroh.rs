@@ -79,10 +79,12 @@
 //! stream per connection.
 //!
 //! ```
-//! use bijou_net::handshake::{ConnectConfig, HandshakeConfig};
-//! use bijou_net::message::Audience;
+//! use bijou_net::handshake::ConnectConfig;
+//! use bijou_proto::handshake::HandshakeConfig;
+//! use bijou_proto::message::Audience;
 //! use bijou_net::transport::iroh::{self, NodeAddr};
-//! use bijou_net::{Connection, Responder};
+//! use bijou_net::Connection;
+//! use bijou_proto::handshake::Responder;
 //! use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 //!
 //! # #[tokio::main(flavor = "current_thread")]

@@ -43,9 +43,9 @@
 //! the whole exchange by their own timeout (`bijou-net`'s `ConnectConfig`).
 //!
 //! Replay protection: the responder remembers every accepted
-//! `(issuer, nonce)` in a [`NonceCache`] shared by all its connections, until
+//! `(issuer, nonce)` in a [`NonceCache`](crate::nonce_cache::NonceCache) shared by all its connections, until
 //! the challenge's timestamp plus the maximum drift, which is the whole window in which a recorded
-//! challenge would still pass the drift check (see [`nonce_cache`]).
+//! challenge would still pass the drift check (see [`nonce_cache`](crate::nonce_cache)).
 //!
 //! ```
 //! use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
@@ -69,7 +69,7 @@
 //! let answer = responder.answer(&bob, again.challenge().clone(), now);
 //! assert!(answer.outcome.is_err());
 //! assert!(answer.reply.is_some());
-//! # Ok::<(), bijou_frame::proto::HandshakeError>(())
+//! # Ok::<(), bijou_frame::proto::handshake::HandshakeError>(())
 //! ```
 
 use core::time::Duration;
@@ -81,12 +81,9 @@ use bytes::Bytes;
 use crate::message::{
     Audience, Challenge, HandshakeMessage, Message, MessageError, RejectionReason,
 };
-pub use crate::time::Clock;
 
 mod initiator;
 mod responder;
-
-pub use crate::nonce_cache::{self, NonceCache, NonceCheck, DEFAULT_NONCE_CAPACITY};
 
 /// The largest message after the handshake by default: 50 MiB, as in
 /// Subduction (the same as the frame codec's default maximum).

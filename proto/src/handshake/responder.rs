@@ -9,11 +9,11 @@ use bijou_signing::ed25519_dalek::{Signature, VerifyingKey};
 use bijou_signing::{Identity, PeerId, SealError, Signed, Unsigned, Verified, VerifyError};
 use bytes::Bytes;
 
-#[cfg(feature = "std")]
-use super::DEFAULT_NONCE_CAPACITY;
 use super::{decode_handshake, Authenticated, HandshakeConfig, HandshakeError};
-use super::{NonceCache, NonceCheck};
 use crate::message::{Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response};
+#[cfg(feature = "std")]
+use crate::nonce_cache::DEFAULT_NONCE_CAPACITY;
+use crate::nonce_cache::{NonceCache, NonceCheck};
 use crate::time::Now;
 
 /// Why the responder refused a challenge: the reason it sends back, and
@@ -63,7 +63,7 @@ impl Responder {
     }
 
     /// Like [`Responder::new`] with a nonce cache of `capacity` entries
-    /// (see [`nonce_cache`](super::nonce_cache) for how to size it against a flood).
+    /// (see [`nonce_cache`](crate::nonce_cache) for how to size it against a flood).
     #[cfg(feature = "std")]
     #[must_use]
     pub fn with_nonce_capacity(config: HandshakeConfig, capacity: usize) -> Self {
@@ -78,7 +78,8 @@ impl Responder {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use bijou_frame::proto::handshake::{HandshakeConfig, NonceCache, Responder};
+    /// use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
+    /// use bijou_frame::proto::nonce_cache::NonceCache;
     /// use bijou_frame::proto::rng::SeededRng;
     ///
     /// let config = HandshakeConfig::default();

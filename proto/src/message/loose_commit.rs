@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use bijou_frame::proto::message::{CommitId, LooseCommit, SedimentreeId};
-//! use bijou_frame::proto::Wire;
+//! use bijou_frame::codec::Wire;
 //! use bijou_frame::signing::{Blob, Signed};
 //! use bijou_frame::signing::ed25519_dalek::SigningKey;
 //!

@@ -20,7 +20,7 @@ pub const DEFAULT_VERIFY_STEP: usize = 32;
 ///
 /// ```
 /// use bijou_frame::proto::session::SessionConfig;
-/// use bijou_frame::proto::VerifyBudget;
+/// use bijou_frame::proto::verify_budget::VerifyBudget;
 ///
 /// // The seed comes from the driver: the OS in production, a test's own
 /// // number in a simulation (then the same inputs give the same bytes).

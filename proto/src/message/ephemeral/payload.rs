@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use bijou_frame::proto::message::{EphemeralPayload, Topic};
-//! use bijou_frame::proto::Wire;
+//! use bijou_frame::codec::Wire;
 //!
 //! let payload = EphemeralPayload::new(Topic::new([7; 32]), 42, 1_700_000_000, &b"cursor 3:14"[..]);
 //! let fields = payload.encode()?;

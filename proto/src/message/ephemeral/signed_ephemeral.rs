@@ -17,7 +17,7 @@ use super::payload::{EphemeralHeader, EphemeralPayload};
 ///
 /// ```
 /// use bijou_frame::proto::message::{EphemeralPayload, SignedEphemeral, Topic};
-/// use bijou_frame::proto::Wire;
+/// use bijou_frame::codec::Wire;
 /// use bijou_frame::signing::ed25519_dalek::SigningKey;
 ///
 /// let key = SigningKey::from_bytes(&[1; 32]);

@@ -413,7 +413,7 @@ impl SyncMessage {
     /// [`SyncMessage::verify_item`]): a caller can stop early, or pace the
     /// work, as a [`Session`](crate::session::Session) does (in steps of
     /// [`SyncMessage::verify_items`]) with its
-    /// [`VerifyBudget`](crate::VerifyBudget).
+    /// [`VerifyBudget`](crate::verify_budget::VerifyBudget).
     pub fn verify_each(
         &self,
     ) -> impl Iterator<Item = Result<VerifiedItem, VerifyItemError>> + Send + '_ {
