@@ -25,7 +25,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use bijou_frame::codec::{ReadError, Reader, Wire, WriteError, Writer};
-use bijou_frame::signing::{verify_batch, Blob, Payload, Signed};
+use bijou_frame::signing::batch::verify_batch;
+use bijou_frame::signing::{Blob, Payload, Signed};
 use bytes::{BufMut, Bytes};
 use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,

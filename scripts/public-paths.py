@@ -5,8 +5,10 @@
     python3 scripts/public-paths.py --all
 
 `--all` takes every public item declared in the crates' sources (struct,
-enum, trait, fn, const, type, static) and prints the ones with more than
-one path, then the totals.
+enum, trait, fn, const, type, static) and prints the names with more paths
+than declarations (a name two modules each declare, such as
+`bijou64::encode` and `leb128::encode`, is two items with a path each),
+then the totals.
 
 For each item (default: Received Clock Wire NonceCache Message FrameCodec
 SendError ConnectError), every candidate path `bijou_frame::<root>::<module
@@ -18,6 +20,7 @@ resolve, and the rest are the item's paths. Prints one line per item: the
 count, then the paths.
 """
 
+import os
 import pathlib
 import re
 import subprocess
@@ -53,16 +56,17 @@ DECL = re.compile(
 
 
 def declared_items():
-    """Every `pub` item name declared in the crates' sources."""
-    names = set()
+    """Every `pub` item name declared in the crates' sources, with how many
+    times it is declared."""
+    names = {}
     for crate in CRATES:
         for file in (ROOT / crate / "src").rglob("*.rs"):
             text = file.read_text()
             # Items of `impl` blocks are indented; top-level ones are not.
-            names.update(
-                m.group(1) for m in DECL.finditer(text) if not m.group(0).startswith(" ")
-            )
-    return sorted(names)
+            for m in DECL.finditer(text):
+                if not m.group(0).startswith(" "):
+                    names[m.group(1)] = names.get(m.group(1), 0) + 1
+    return names
 
 
 MODULES = None
@@ -80,7 +84,7 @@ def check(work, paths):
     (work / "src" / "lib.rs").write_text("\n".join(lines) + "\n")
     out = subprocess.run(
         ["cargo", "check", "--quiet", "--message-format=short", "--offline",
-         "--target-dir", str(ROOT / "target")],
+         "--target-dir", os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))],
         cwd=work, capture_output=True, text=True,
     )
     failed = set()
@@ -98,7 +102,7 @@ def main():
     (work / "Cargo.toml").write_text(
         '[package]\nname = "public-paths"\nversion = "0.0.0"\nedition = "2021"\n'
         "[workspace]\n"
-        f'[dependencies]\nbijou-frame = {{ path = "{ROOT}", features = ["iroh"] }}\n'
+        f'[dependencies]\nbijou-frame = {{ path = "{ROOT}", features = ["iroh", "websocket"] }}\n'
     )
     # First the modules a user can reach (a module of one crate can be
     # re-exported by another), then each item under each of them.
@@ -110,20 +114,23 @@ def main():
     modules = sorted(set(modules))
     unreachable = check(work, modules)
     MODULES = [m for i, m in enumerate(modules) if i not in unreachable]
-    items = declared_items() if ALL else ITEMS
+    declared = declared_items()
+    items = sorted(declared) if ALL else ITEMS
     index = [(item, path) for item in items for path in candidates(item)]
     failed = check(work, [path for _, path in index])
     counts = {}
     for item in items:
         found = [p for i, (it, p) in enumerate(index) if it == item and i not in failed]
         counts[item] = len(found)
-        if not ALL or len(found) > 1:
+        if not ALL or len(found) > declared.get(item, 1):
             print(f"{item}: {len(found)} path(s): {', '.join(found)}")
     if ALL:
-        named = [c for c in counts.values() if c > 0]
+        named = {item: c for item, c in counts.items() if c > 0}
+        extra = {item: c - declared[item] for item, c in named.items() if c > declared[item]}
         print(
-            f"{len(named)} public items; {sum(1 for c in named if c > 1)} with more than one"
-            f" path; {sum(named)} paths in all"
+            f"{sum(declared[i] for i in named)} public items under {len(named)} names;"
+            f" {len(extra)} names with more paths than items; {sum(named.values())} paths"
+            f" in all, {sum(extra.values())} of them extra"
         )
 
 

@@ -1,23 +1,23 @@
-//! bijou64 on [`bytes::Buf`] and [`bytes::BufMut`].
-//!
-//! ```
-//! use bijou_frame::codec::{BufExt, BufMutExt};
-//! use bytes::{Buf, BytesMut};
-//!
-//! let mut buf = BytesMut::new();
-//! buf.put_bijou64(1000);
-//! buf.put_bijou64(7);
-//! let mut bytes = buf.freeze();
-//! assert_eq!(bytes.try_get_bijou64(), Ok(1000));
-//! assert_eq!(bytes.try_get_bijou64(), Ok(7));
-//! assert!(!bytes.has_remaining());
-//! ```
-
 use bytes::{Buf, BufMut};
 
 use crate::bijou64::{self, DecodeError};
 
 /// Reads bijou64 values from any [`Buf`], including non-contiguous ones.
+///
+/// bijou64 on [`bytes::Buf`] and [`bytes::BufMut`].
+///
+/// ```
+/// use bijou_frame::codec::{BufExt, BufMutExt};
+/// use bytes::{Buf, BytesMut};
+///
+/// let mut buf = BytesMut::new();
+/// buf.put_bijou64(1000);
+/// buf.put_bijou64(7);
+/// let mut bytes = buf.freeze();
+/// assert_eq!(bytes.try_get_bijou64(), Ok(1000));
+/// assert_eq!(bytes.try_get_bijou64(), Ok(7));
+/// assert!(!bytes.has_remaining());
+/// ```
 pub trait BufExt: Buf {
     /// Reads one bijou64 value.
     ///

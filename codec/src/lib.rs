@@ -52,12 +52,12 @@ extern crate alloc;
 extern crate std;
 
 pub mod bijou64;
-pub mod buf_ext;
+mod buf_ext;
 pub mod leb128;
-pub mod reader;
+mod reader;
 mod varint;
-pub mod wire;
-pub mod writer;
+mod wire;
+mod writer;
 
 pub use buf_ext::{BufExt, BufMutExt};
 pub use reader::{ReadError, Reader};

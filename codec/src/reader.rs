@@ -1,44 +1,3 @@
-//! A zero-copy cursor for decoding fixed-layout messages field by field.
-//!
-//! ```text
-//!   buf: | already read | remaining ........................ |
-//!        0              ^ offset()                           len
-//!                       |-- u16 --|-- bijou64 --|-- [u8;32] --| ...
-//! ```
-//!
-//! The reader borrows the whole frame's [`Bytes`]. Every read names the
-//! field it is reading, so an error says *what* failed and *where*:
-//! `truncated reading blob_size at offset 97: need 3 bytes, have 1`.
-//! Offsets are absolute in the frame, also inside embedded values and
-//! sub-readers made with [`Reader::sub`]. Variable-length fields come out
-//! borrowed ([`Reader::bytes`]) or as zero-copy slices of the frame
-//! ([`Reader::shared`]). [`Reader::finish`] rejects trailing bytes; call it
-//! whenever a message must use its input exactly.
-//!
-//! Fixed-width integers are big-endian, as in every Subduction layout.
-//!
-//! ```
-//! use bijou_frame::codec::{Reader, ReadError};
-//! use bytes::Bytes;
-//!
-//! let frame = Bytes::from_static(&[0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB]);
-//! let mut r = Reader::new(&frame);
-//! assert_eq!(r.u16("count")?, 2);
-//! assert_eq!(r.bijou64("size")?, 300);
-//! let blob: Bytes = r.shared("blob", 2)?; // zero-copy slice of `frame`
-//! assert_eq!(blob, [0xAA, 0xBB][..]);
-//! r.finish()?;
-//!
-//! let short = frame.slice(..3);
-//! let mut r = Reader::new(&short);
-//! r.u16("count")?;
-//! assert_eq!(
-//!     r.bijou64("size"),
-//!     Err(ReadError::Truncated { field: "size", offset: 2, need: 2, have: 1 })
-//! );
-//! # Ok::<(), ReadError>(())
-//! ```
-
 use bytes::Bytes;
 
 use crate::bijou64;
@@ -122,12 +81,53 @@ pub enum ReadError {
     },
 }
 
-/// A zero-copy cursor over a frame; see the [module docs](self).
+/// A zero-copy cursor over a frame (below).
 ///
 /// It borrows the frame's [`Bytes`] handle, so a field can come out either
 /// borrowed ([`Reader::bytes`]) or as a zero-copy, reference-counted slice
 /// of the frame ([`Reader::shared`]), without the caller passing the frame
 /// alongside.
+///
+/// A zero-copy cursor for decoding fixed-layout messages field by field.
+///
+/// ```text
+///   buf: | already read | remaining ........................ |
+///        0              ^ offset()                           len
+///                       |-- u16 --|-- bijou64 --|-- [u8;32] --| ...
+/// ```
+///
+/// The reader borrows the whole frame's [`Bytes`]. Every read names the
+/// field it is reading, so an error says *what* failed and *where*:
+/// `truncated reading blob_size at offset 97: need 3 bytes, have 1`.
+/// Offsets are absolute in the frame, also inside embedded values and
+/// sub-readers made with [`Reader::sub`]. Variable-length fields come out
+/// borrowed ([`Reader::bytes`]) or as zero-copy slices of the frame
+/// ([`Reader::shared`]). [`Reader::finish`] rejects trailing bytes; call it
+/// whenever a message must use its input exactly.
+///
+/// Fixed-width integers are big-endian, as in every Subduction layout.
+///
+/// ```
+/// use bijou_frame::codec::{Reader, ReadError};
+/// use bytes::Bytes;
+///
+/// let frame = Bytes::from_static(&[0x00, 0x02, 0xF8, 0x34, 0xAA, 0xBB]);
+/// let mut r = Reader::new(&frame);
+/// assert_eq!(r.u16("count")?, 2);
+/// assert_eq!(r.bijou64("size")?, 300);
+/// let blob: Bytes = r.shared("blob", 2)?; // zero-copy slice of `frame`
+/// assert_eq!(blob, [0xAA, 0xBB][..]);
+/// r.finish()?;
+///
+/// let short = frame.slice(..3);
+/// let mut r = Reader::new(&short);
+/// r.u16("count")?;
+/// assert_eq!(
+///     r.bijou64("size"),
+///     Err(ReadError::Truncated { field: "size", offset: 2, need: 2, have: 1 })
+/// );
+/// # Ok::<(), ReadError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {
     frame: &'a Bytes,

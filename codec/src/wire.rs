@@ -1,93 +1,93 @@
-//! The [`Wire`] trait: one type, one wire form, read from a [`Reader`] and
-//! written into any [`BufMut`].
-//!
-//! Every wire type of bijou-frame implements this one trait: integers and
-//! arrays here, ids and digests, signed payloads (whose `Wire` form is
-//! their fields), `Signed<T>`, and each message. An implementation gives
-//! two things, side by side:
-//!
-//! ```text
-//!   write_to(&self)  the fields, in order, into a Writer over any BufMut
-//!   read_from(r)     the fields, in order, strictly, from a Reader
-//! ```
-//!
-//! and gets the rest:
-//!
-//! ```text
-//!   wire_len(&self)      -> Result<usize, WriteError>   write_to, counting only (override if cheaper)
-//!   encode(&self)        -> Result<Bytes, WriteError>   one allocation, exact size
-//!   encode_into(&self,b) -> Result<usize, WriteError>   in place, into any BufMut
-//!   decode(Bytes)        -> Result<Self, Self::Error>   must use all of the input
-//! ```
-//!
-//! Because the length is known before anything is written, a message is
-//! written straight into a frame buffer behind its length prefix, and a
-//! count that does not fit is an error before the first byte is written.
-//! [`Wire::decode`] adds the rule every canonical decoder needs: the value
-//! must use its input exactly. With strict `read_from` implementations,
-//! `encode(decode(b)) == b` for every accepted `b`.
-//!
-//! # Memory
-//!
-//! Every decoder of bijou-frame that a peer or a file can reach (`SUM\0`,
-//! `SUH\0`, `SUE\0`, `SUK\0` with every keyhive message, `Signed<T>`,
-//! signature files) uses at most [`DECODE_HEAP_PER_BYTE`] bytes of heap
-//! per input byte plus [`DECODE_HEAP_CONSTANT`], while decoding and held
-//! by its result (which mostly borrows the input: blobs, signed bytes and
-//! events are slices of it). Lists are sized by what the remaining bytes
-//! can hold *in memory*: an element's shortest wire form sets the most
-//! elements the input can carry, and an element too short to be valid
-//! (an empty keyhive event) is refused rather than stored. Measured on
-//! inputs built to hold the most elements of each kind in
-//! `proto/tests/decode_memory.rs`: the worst is a batch response of
-//! 30,000 fragments with no boundary, no checkpoint and an empty blob,
-//! whose decoding peaks at 2.0x its bytes (the diff's items and the
-//! duplicate check's table) and whose result holds 1.55x.
-//!
-//! The names avoid tokio-util's codec vocabulary (`Decoder`, `Encoder`):
-//! a [`Wire`] type describes bytes, a tokio-util codec moves them.
-//!
-//! ```
-//! use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
-//! use bytes::{BufMut, Bytes};
-//!
-//! /// `BlobLen bijou64 | Blob`, the blob a zero-copy slice of the frame.
-//! #[derive(Debug, PartialEq)]
-//! struct Blob(Bytes);
-//!
-//! impl Wire for Blob {
-//!     type Error = ReadError;
-//!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
-//!         w.bijou64_len(self.0.len());
-//!         w.bytes(&self.0);
-//!         Ok(())
-//!     }
-//!     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
-//!         let len = r.bijou64("blob_len")?;
-//!         Ok(Blob(r.shared_u64("blob", len)?))
-//!     }
-//! }
-//!
-//! let wire = Blob(Bytes::from_static(b"hi")).encode()?;
-//! assert_eq!(wire, [0x02, b'h', b'i'][..]);
-//! assert_eq!(Blob::decode(wire), Ok(Blob(Bytes::from_static(b"hi"))));
-//! assert!(Blob::decode(Bytes::from_static(&[0x02, b'h', b'i', 0x00])).is_err()); // trailing
-//! # Ok::<(), WriteError>(())
-//! ```
-
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::{ReadError, Reader, WriteError, Writer};
 
 /// The most heap, per input byte, a decoder uses while decoding and holds
-/// in its result; see the [module docs](self#memory).
+/// in its result; see [`Wire`'s memory section](Wire#memory).
 pub const DECODE_HEAP_PER_BYTE: usize = 4;
 
 /// The heap a decoder may use whatever its input (fixed-size parts, the
-/// allocator's rounding); see the [module docs](self#memory).
+/// allocator's rounding); see [`Wire`'s memory section](Wire#memory).
 pub const DECODE_HEAP_CONSTANT: usize = 4096;
 
-/// A type with exactly one wire form; see the [module docs](self).
+/// A type with exactly one wire form (below).
+///
+/// The [`Wire`] trait: one type, one wire form, read from a [`Reader`] and
+/// written into any [`BufMut`].
+///
+/// Every wire type of bijou-frame implements this one trait: integers and
+/// arrays here, ids and digests, signed payloads (whose `Wire` form is
+/// their fields), `Signed<T>`, and each message. An implementation gives
+/// two things, side by side:
+///
+/// ```text
+///   write_to(&self)  the fields, in order, into a Writer over any BufMut
+///   read_from(r)     the fields, in order, strictly, from a Reader
+/// ```
+///
+/// and gets the rest:
+///
+/// ```text
+///   wire_len(&self)      -> Result<usize, WriteError>   write_to, counting only (override if cheaper)
+///   encode(&self)        -> Result<Bytes, WriteError>   one allocation, exact size
+///   encode_into(&self,b) -> Result<usize, WriteError>   in place, into any BufMut
+///   decode(Bytes)        -> Result<Self, Self::Error>   must use all of the input
+/// ```
+///
+/// Because the length is known before anything is written, a message is
+/// written straight into a frame buffer behind its length prefix, and a
+/// count that does not fit is an error before the first byte is written.
+/// [`Wire::decode`] adds the rule every canonical decoder needs: the value
+/// must use its input exactly. With strict `read_from` implementations,
+/// `encode(decode(b)) == b` for every accepted `b`.
+///
+/// # Memory
+///
+/// Every decoder of bijou-frame that a peer or a file can reach (`SUM\0`,
+/// `SUH\0`, `SUE\0`, `SUK\0` with every keyhive message, `Signed<T>`,
+/// signature files) uses at most [`DECODE_HEAP_PER_BYTE`] bytes of heap
+/// per input byte plus [`DECODE_HEAP_CONSTANT`], while decoding and held
+/// by its result (which mostly borrows the input: blobs, signed bytes and
+/// events are slices of it). Lists are sized by what the remaining bytes
+/// can hold *in memory*: an element's shortest wire form sets the most
+/// elements the input can carry, and an element too short to be valid
+/// (an empty keyhive event) is refused rather than stored. Measured on
+/// inputs built to hold the most elements of each kind in
+/// `proto/tests/decode_memory.rs`: the worst is a batch response of
+/// 30,000 fragments with no boundary, no checkpoint and an empty blob,
+/// whose decoding peaks at 2.0x its bytes (the diff's items and the
+/// duplicate check's table) and whose result holds 1.55x.
+///
+/// The names avoid tokio-util's codec vocabulary (`Decoder`, `Encoder`):
+/// a [`Wire`] type describes bytes, a tokio-util codec moves them.
+///
+/// ```
+/// use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+/// use bytes::{BufMut, Bytes};
+///
+/// /// `BlobLen bijou64 | Blob`, the blob a zero-copy slice of the frame.
+/// #[derive(Debug, PartialEq)]
+/// struct Blob(Bytes);
+///
+/// impl Wire for Blob {
+///     type Error = ReadError;
+///     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+///         w.bijou64_len(self.0.len());
+///         w.bytes(&self.0);
+///         Ok(())
+///     }
+///     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+///         let len = r.bijou64("blob_len")?;
+///         Ok(Blob(r.shared_u64("blob", len)?))
+///     }
+/// }
+///
+/// let wire = Blob(Bytes::from_static(b"hi")).encode()?;
+/// assert_eq!(wire, [0x02, b'h', b'i'][..]);
+/// assert_eq!(Blob::decode(wire), Ok(Blob(Bytes::from_static(b"hi"))));
+/// assert!(Blob::decode(Bytes::from_static(&[0x02, b'h', b'i', 0x00])).is_err()); // trailing
+/// # Ok::<(), WriteError>(())
+/// ```
 pub trait Wire: Sized {
     /// What [`Wire::read_from`] fails with: the codec's [`ReadError`] or a
     /// richer error that wraps it.

@@ -1,52 +1,3 @@
-//! The encoding twin of [`Reader`](crate::Reader): writes fields into any
-//! [`bytes::BufMut`], big-endian, and never truncates.
-//!
-//! Counts are the one place an encoder could silently lose information
-//! (`len as u16`). [`Writer::count_u8`], [`Writer::count_u16`] and
-//! [`Writer::count_u32`] check the value fits and fail with
-//! [`WriteError::CountTooLarge`] instead.
-//!
-//! A `Writer` is only made by the [`Wire`](crate::Wire) methods. It either
-//! counts (for [`Wire::wire_len`](crate::Wire::wire_len): the same
-//! `write_to` code computes the exact length and checks every count, so the
-//! two cannot disagree), or writes, once the length is known, every count
-//! checked and the buffer's capacity confirmed: writing never panics on a
-//! short buffer, and an error leaves the buffer untouched.
-//!
-//! ```
-//! use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
-//! use bytes::{BufMut, Bytes};
-//!
-//! /// `Count u16 | bijou64 | byte`.
-//! struct Example { ids: Vec<u8>, size: u64 }
-//!
-//! impl Wire for Example {
-//!     type Error = ReadError;
-//!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
-//!         w.count_u16("ids", self.ids.len())?;
-//!         w.bijou64(self.size);
-//!         w.bytes(&self.ids);
-//!         Ok(())
-//!     }
-//!     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
-//!         let count = r.u16("count")?;
-//!         let size = r.bijou64("size")?;
-//!         Ok(Example { ids: r.bytes("ids", count.into())?.to_vec(), size })
-//!     }
-//! }
-//!
-//! let wire = Example { ids: vec![0xAA], size: 300 }.encode()?;
-//! assert_eq!(wire, [0x00, 0x01, 0xF8, 0x34, 0xAA][..]);
-//!
-//! let mut out = Vec::new();
-//! assert_eq!(
-//!     Example { ids: vec![0; 65_536], size: 0 }.encode_into(&mut out),
-//!     Err(WriteError::CountTooLarge { field: "ids", len: 65_536, max: 65_535 })
-//! );
-//! assert!(out.is_empty()); // nothing written on error
-//! # Ok::<(), WriteError>(())
-//! ```
-
 use bytes::BufMut;
 
 use crate::bijou64;
@@ -76,8 +27,56 @@ pub enum WriteError {
     },
 }
 
-/// Writes fields into a [`BufMut`], or only counts them; see the
-/// [module docs](self).
+/// Writes fields into a [`BufMut`], or only counts them (below).
+///
+/// The encoding twin of [`Reader`](crate::Reader): writes fields into any
+/// [`bytes::BufMut`], big-endian, and never truncates.
+///
+/// Counts are the one place an encoder could silently lose information
+/// (`len as u16`). [`Writer::count_u8`], [`Writer::count_u16`] and
+/// [`Writer::count_u32`] check the value fits and fail with
+/// [`WriteError::CountTooLarge`] instead.
+///
+/// A `Writer` is only made by the [`Wire`](crate::Wire) methods. It either
+/// counts (for [`Wire::wire_len`](crate::Wire::wire_len): the same
+/// `write_to` code computes the exact length and checks every count, so the
+/// two cannot disagree), or writes, once the length is known, every count
+/// checked and the buffer's capacity confirmed: writing never panics on a
+/// short buffer, and an error leaves the buffer untouched.
+///
+/// ```
+/// use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+/// use bytes::{BufMut, Bytes};
+///
+/// /// `Count u16 | bijou64 | byte`.
+/// struct Example { ids: Vec<u8>, size: u64 }
+///
+/// impl Wire for Example {
+///     type Error = ReadError;
+///     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+///         w.count_u16("ids", self.ids.len())?;
+///         w.bijou64(self.size);
+///         w.bytes(&self.ids);
+///         Ok(())
+///     }
+///     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+///         let count = r.u16("count")?;
+///         let size = r.bijou64("size")?;
+///         Ok(Example { ids: r.bytes("ids", count.into())?.to_vec(), size })
+///     }
+/// }
+///
+/// let wire = Example { ids: vec![0xAA], size: 300 }.encode()?;
+/// assert_eq!(wire, [0x00, 0x01, 0xF8, 0x34, 0xAA][..]);
+///
+/// let mut out = Vec::new();
+/// assert_eq!(
+///     Example { ids: vec![0; 65_536], size: 0 }.encode_into(&mut out),
+///     Err(WriteError::CountTooLarge { field: "ids", len: 65_536, max: 65_535 })
+/// );
+/// assert!(out.is_empty()); // nothing written on error
+/// # Ok::<(), WriteError>(())
+/// ```
 #[derive(Debug)]
 pub struct Writer<'a, B: ?Sized> {
     /// `None` when counting: the writer then only adds up lengths and

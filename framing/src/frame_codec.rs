@@ -1,107 +1,3 @@
-//! [`FrameCodec`]: length-prefixed frames over tokio-util.
-//!
-//! A stream is a sequence of frames, each a [length prefix](crate::prefix)
-//! followed by exactly that many payload bytes. Nothing else is on the wire:
-//! no header, no padding, no terminator.
-//!
-//! ```text
-//! FrameCodec<Bijou64> (default), payloads "hi" and 300 bytes:
-//! +------+--------+-----------+-------------------+
-//! | 0x02 |  "hi"  | 0xF8 0x34 |  300 bytes        |
-//! +------+--------+-----------+-------------------+
-//!  prefix payload   prefix      payload
-//!
-//! FrameCodec<Leb128>, the same frames:
-//! +------+--------+-----------+-------------------+
-//! | 0x02 |  "hi"  | 0xAC 0x02 |  300 bytes        |
-//! +------+--------+-----------+-------------------+
-//!
-//! FrameCodec<U32Be> (Subduction's QUIC framing, tokio-util's default):
-//! +-------------+--------+-------------+-------------------+
-//! | 00 00 00 02 |  "hi"  | 00 00 01 2C |  300 bytes        |
-//! +-------------+--------+-------------+-------------------+
-//! ```
-//!
-//! # Decoding
-//!
-//! The decoder is a two-state machine, like tokio-util's
-//! `LengthDelimitedCodec`:
-//!
-//! - **head**: waiting for a complete prefix. For bijou64 and u32-be the
-//!   prefix length is known from the first byte (never scanned); for every
-//!   prefix the decoder remembers how many bytes it is still waiting for and
-//!   does not look at the buffer again until they are there. Once the prefix
-//!   is complete its value is checked against the maximum *as a `u64`*,
-//!   before anything is allocated, and the prefix is consumed.
-//! - **data**: the payload length is remembered; the decoder waits until the
-//!   whole payload is buffered and hands it out zero-copy
-//!   (`split_to(len).freeze()`).
-//!
-//! When a whole frame is already buffered behind its prefix (the common case
-//! for small frames), the decoder goes from head to head in one call: prefix
-//! and payload leave the buffer in a single `split_to`, and the prefix is
-//! dropped from the frozen handle (`Bytes::advance`, no copy). The payload is
-//! still a zero-copy view of the buffer; an empty payload is `Bytes::new()`
-//! and does not pin the buffer.
-//!
-//! Partial input returns `Ok(None)`. Errors are terminal (see
-//! [`FrameError`]).
-//!
-//! # Memory
-//!
-//! A peer can announce a frame of up to the maximum length and then send
-//! nothing, or send it slowly. The decoder never reserves the announced
-//! length up front. While a payload of `len` bytes is incomplete, with `r`
-//! of them buffered and `m = len - r` missing, each call to `decode`:
-//!
-//! 1. uses room the buffer *already owns* for the whole payload, if there is
-//!    any: `BytesMut::try_reclaim(m)`, which never allocates (it may move
-//!    the `r` bytes to the front of an allocation that no frame still
-//!    shares, a copy of `r` bytes at most once per frame). This is how a
-//!    stream of large frames reuses one allocation, as tokio-util's
-//!    `LengthDelimitedCodec` does by reserving the announced length;
-//! 2. otherwise, does nothing while at least `min(m, `[`RESERVE_STEP`]`)`
-//!    bytes of spare capacity are left;
-//! 3. otherwise grows the buffer *geometrically toward the announced
-//!    length*, to a capacity of `min(len, 2r + 64 KiB)`: by reclaiming owned
-//!    room if that suffices, else by reallocating to exactly that capacity
-//!    (through a `Vec` and `reserve_exact`: `BytesMut::reserve` may double
-//!    the old allocation instead, past the bound). The allocator may grow
-//!    the allocation in place or remap its pages rather than copy. If frames
-//!    still share the old allocation, the `r` bytes are copied out first and
-//!    the old allocation stays with those frames.
-//!
-//! **Bound:** every allocation the decoder makes for an unfinished frame has
-//! a capacity of at most `min(len, 2r + 64 KiB)`, where `r` is the number of
-//! that frame's bytes actually received; beyond that the buffer only keeps
-//! room it already owned from earlier frames, which the release rule below
-//! gives back. On a new connection, a peer that sends only a prefix costs
-//! exactly 64 KiB whatever length it announces (the bounded-memory test
-//! measures one 64 KiB buffer per decoder, the prefix's own buffer freed). Between two growths `r`
-//! more than doubles (a growth at `r` leaves `r + 64 KiB` spare), so an
-//! `n`-byte frame received this way costs at most `log2(n) + 1`
-//! reallocations, which copy `O(n)` bytes in total. After each call at least
-//! `min(m, 64 KiB)` bytes of spare capacity are left, so a reader that
-//! fills the spare capacity (tokio-util's `FramedRead`,
-//! `FramedTransport` (in `bijou-net`)) never has to grow
-//! the buffer itself while a frame is pending; a caller that appends more
-//! than that (`extend_from_slice`) lets `BytesMut` grow it by its own rules.
-//!
-//! After a large frame the buffer must not keep a large allocation alive. The
-//! decoder remembers the largest buffer capacity it has seen; once that is at
-//! least [`RELEASE_THRESHOLD`] (1 MiB) and at most [`RELEASE_COPY_LIMIT`]
-//! (8 KiB) of unread bytes remain, it moves them to a fresh 8 KiB buffer and
-//! drops its handle on the large allocation, which is then freed as soon as
-//! the frames cut from it are dropped. The copy costs at most 8 KiB per
-//! megabyte-sized allocation. This check runs before step 1 above, so a
-//! stalled frame with at most 8 KiB received never keeps a large allocation.
-//!
-//! # Encoding
-//!
-//! [`Encoder<Bytes>`](Encoder) and [`Encoder<&[u8]>`](Encoder) write the
-//! prefix and copy the payload. A frame over the maximum is refused with
-//! [`FrameError::TooLarge`] and nothing is written.
-
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -116,11 +12,11 @@ pub const DEFAULT_MAX_FRAME_LENGTH: usize = 50 * 1024 * 1024;
 /// `len`-byte payload received, a buffer the decoder grows has a capacity of
 /// `min(len, 2r + RESERVE_STEP)`, and it grows only once fewer than
 /// `min(len - r, RESERVE_STEP)` bytes are spare. A peer that sends only a
-/// prefix costs one `RESERVE_STEP`. See the [module docs](self#memory).
+/// prefix costs one `RESERVE_STEP`. See [`FrameCodec`'s memory section](FrameCodec#memory).
 pub const RESERVE_STEP: usize = 64 * 1024;
 
 /// Buffer capacity (1 MiB) from which the decoder releases the buffer's
-/// allocation once it is nearly drained. See the [module docs](self#memory).
+/// allocation once it is nearly drained. See [`FrameCodec`'s memory section](FrameCodec#memory).
 pub const RELEASE_THRESHOLD: usize = 1024 * 1024;
 
 /// At most this many unread bytes (8 KiB) are copied when the decoder
@@ -143,7 +39,7 @@ enum DecodeState {
 ///
 /// Decodes to zero-copy [`Bytes`] payloads; encodes [`Bytes`] or `&[u8]`
 /// payloads. Build one with [`FrameCodec::new`], [`FrameCodec::builder`] or
-/// [`Default`]; see the [module docs](self) for the wire format, the decoder
+/// [`Default`]; see below for the wire format, the decoder
 /// state machine and its memory bound.
 ///
 /// A codec holds the decoding state of one stream (like tokio-util's
@@ -170,6 +66,110 @@ enum DecodeState {
 /// assert_eq!(&wire[..2], &[0xAC, 0x02]);
 /// # Ok::<(), bijou_frame::framing::FrameError>(())
 /// ```
+///
+/// [`FrameCodec`]: length-prefixed frames over tokio-util.
+///
+/// A stream is a sequence of frames, each a [length prefix](crate::prefix)
+/// followed by exactly that many payload bytes. Nothing else is on the wire:
+/// no header, no padding, no terminator.
+///
+/// ```text
+/// FrameCodec<Bijou64> (default), payloads "hi" and 300 bytes:
+/// +------+--------+-----------+-------------------+
+/// | 0x02 |  "hi"  | 0xF8 0x34 |  300 bytes        |
+/// +------+--------+-----------+-------------------+
+///  prefix payload   prefix      payload
+///
+/// FrameCodec<Leb128>, the same frames:
+/// +------+--------+-----------+-------------------+
+/// | 0x02 |  "hi"  | 0xAC 0x02 |  300 bytes        |
+/// +------+--------+-----------+-------------------+
+///
+/// FrameCodec<U32Be> (Subduction's QUIC framing, tokio-util's default):
+/// +-------------+--------+-------------+-------------------+
+/// | 00 00 00 02 |  "hi"  | 00 00 01 2C |  300 bytes        |
+/// +-------------+--------+-------------+-------------------+
+/// ```
+///
+/// # Decoding
+///
+/// The decoder is a two-state machine, like tokio-util's
+/// `LengthDelimitedCodec`:
+///
+/// - **head**: waiting for a complete prefix. For bijou64 and u32-be the
+///   prefix length is known from the first byte (never scanned); for every
+///   prefix the decoder remembers how many bytes it is still waiting for and
+///   does not look at the buffer again until they are there. Once the prefix
+///   is complete its value is checked against the maximum *as a `u64`*,
+///   before anything is allocated, and the prefix is consumed.
+/// - **data**: the payload length is remembered; the decoder waits until the
+///   whole payload is buffered and hands it out zero-copy
+///   (`split_to(len).freeze()`).
+///
+/// When a whole frame is already buffered behind its prefix (the common case
+/// for small frames), the decoder goes from head to head in one call: prefix
+/// and payload leave the buffer in a single `split_to`, and the prefix is
+/// dropped from the frozen handle (`Bytes::advance`, no copy). The payload is
+/// still a zero-copy view of the buffer; an empty payload is `Bytes::new()`
+/// and does not pin the buffer.
+///
+/// Partial input returns `Ok(None)`. Errors are terminal (see
+/// [`FrameError`]).
+///
+/// # Memory
+///
+/// A peer can announce a frame of up to the maximum length and then send
+/// nothing, or send it slowly. The decoder never reserves the announced
+/// length up front. While a payload of `len` bytes is incomplete, with `r`
+/// of them buffered and `m = len - r` missing, each call to `decode`:
+///
+/// 1. uses room the buffer *already owns* for the whole payload, if there is
+///    any: `BytesMut::try_reclaim(m)`, which never allocates (it may move
+///    the `r` bytes to the front of an allocation that no frame still
+///    shares, a copy of `r` bytes at most once per frame). This is how a
+///    stream of large frames reuses one allocation, as tokio-util's
+///    `LengthDelimitedCodec` does by reserving the announced length;
+/// 2. otherwise, does nothing while at least `min(m, `[`RESERVE_STEP`]`)`
+///    bytes of spare capacity are left;
+/// 3. otherwise grows the buffer *geometrically toward the announced
+///    length*, to a capacity of `min(len, 2r + 64 KiB)`: by reclaiming owned
+///    room if that suffices, else by reallocating to exactly that capacity
+///    (through a `Vec` and `reserve_exact`: `BytesMut::reserve` may double
+///    the old allocation instead, past the bound). The allocator may grow
+///    the allocation in place or remap its pages rather than copy. If frames
+///    still share the old allocation, the `r` bytes are copied out first and
+///    the old allocation stays with those frames.
+///
+/// **Bound:** every allocation the decoder makes for an unfinished frame has
+/// a capacity of at most `min(len, 2r + 64 KiB)`, where `r` is the number of
+/// that frame's bytes actually received; beyond that the buffer only keeps
+/// room it already owned from earlier frames, which the release rule below
+/// gives back. On a new connection, a peer that sends only a prefix costs
+/// exactly 64 KiB whatever length it announces (the bounded-memory test
+/// measures one 64 KiB buffer per decoder, the prefix's own buffer freed). Between two growths `r`
+/// more than doubles (a growth at `r` leaves `r + 64 KiB` spare), so an
+/// `n`-byte frame received this way costs at most `log2(n) + 1`
+/// reallocations, which copy `O(n)` bytes in total. After each call at least
+/// `min(m, 64 KiB)` bytes of spare capacity are left, so a reader that
+/// fills the spare capacity (tokio-util's `FramedRead`,
+/// `FramedTransport` (in `bijou-net`)) never has to grow
+/// the buffer itself while a frame is pending; a caller that appends more
+/// than that (`extend_from_slice`) lets `BytesMut` grow it by its own rules.
+///
+/// After a large frame the buffer must not keep a large allocation alive. The
+/// decoder remembers the largest buffer capacity it has seen; once that is at
+/// least [`RELEASE_THRESHOLD`] (1 MiB) and at most [`RELEASE_COPY_LIMIT`]
+/// (8 KiB) of unread bytes remain, it moves them to a fresh 8 KiB buffer and
+/// drops its handle on the large allocation, which is then freed as soon as
+/// the frames cut from it are dropped. The copy costs at most 8 KiB per
+/// megabyte-sized allocation. This check runs before step 1 above, so a
+/// stalled frame with at most 8 KiB received never keeps a large allocation.
+///
+/// # Encoding
+///
+/// [`Encoder<Bytes>`](Encoder) and [`Encoder<&[u8]>`](Encoder) write the
+/// prefix and copy the payload. A frame over the maximum is refused with
+/// [`FrameError::TooLarge`] and nothing is written.
 #[derive(Debug, Clone)]
 pub struct FrameCodec<P = Bijou64> {
     max_frame_length: usize,
@@ -532,8 +532,8 @@ impl<P: LengthPrefix> Encoder<Bytes> for FrameCodec<P> {
 }
 
 /// Makes room for the rest of an incomplete `len`-byte payload, of which
-/// `src` holds the first `src.len()` bytes: steps 1 to 3 of the
-/// [module docs](self#memory).
+/// `src` holds the first `src.len()` bytes: steps 1 to 3 of [`FrameCodec`'s
+/// memory section](FrameCodec#memory).
 fn reserve_payload(src: &mut BytesMut, len: usize) {
     let received = src.len();
     let missing = len.saturating_sub(received);

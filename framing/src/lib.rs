@@ -13,7 +13,7 @@
 //! - [`FrameCodec`]: the tokio-util codec, generic over the prefix, with
 //!   zero-copy decoding, a maximum frame length checked both ways (50 MiB by
 //!   default) and memory that grows with the bytes received, not with the
-//!   lengths a peer announces. Its [module docs](frame_codec) draw the wire
+//!   lengths a peer announces. Its docs draw the wire
 //!   format and state the memory bound.
 //! - [`Builder`]: configuration, and `Framed`/`FramedRead`/`FramedWrite`
 //!   constructors.
@@ -59,9 +59,11 @@
 // Length prefixes and the tokio-util codec.
 mod builder;
 mod error;
-pub mod frame_codec;
+mod frame_codec;
 pub mod prefix;
 
 pub use builder::Builder;
 pub use error::FrameError;
-pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
+pub use frame_codec::{
+    FrameCodec, DEFAULT_MAX_FRAME_LENGTH, RELEASE_COPY_LIMIT, RELEASE_THRESHOLD, RESERVE_STEP,
+};

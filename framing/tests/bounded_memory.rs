@@ -12,9 +12,9 @@
 use std::alloc::System;
 use std::sync::{Mutex, MutexGuard};
 
-use bijou_framing::frame_codec::{RELEASE_COPY_LIMIT, RESERVE_STEP};
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
+use bijou_framing::{RELEASE_COPY_LIMIT, RESERVE_STEP};
 use bytes::BytesMut;
 use cap::Cap;
 use tokio_util::codec::Decoder;

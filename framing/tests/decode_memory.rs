@@ -9,9 +9,9 @@
 //! `bounded_memory.rs` checks the finer bound after every read of one
 //! frame; this checks the peak over whole streams of any shape.
 
-use bijou_framing::frame_codec::RESERVE_STEP;
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::FrameCodec;
+use bijou_framing::RESERVE_STEP;
 use bijou_test_support::heap::{self, read_loop, Alone, Bound, PeakAlloc, READ_RESERVE};
 use bytes::Bytes;
 use proptest::prelude::*;

@@ -20,8 +20,8 @@
 //! the figures.
 
 use bijou_codec::{DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
-use bijou_framing::frame_codec::RESERVE_STEP;
 use bijou_framing::prefix::Bijou64;
+use bijou_framing::RESERVE_STEP;
 use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::websocket::{self, WebSocketTransport};
 use bijou_net::transport::ws_frame::{encode_header, FrameDecoder, OpCode, Role};
@@ -29,7 +29,7 @@ use bijou_net::transport::FramedTransport;
 use bijou_net::transport::Transport;
 use bijou_net::{Connection, TokioClock};
 use bijou_proto::handshake::{HandshakeConfig, Responder};
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
 use bijou_proto::message::{Audience, MessageError};
 use bijou_proto::session::{Received, Rejected};

@@ -7,7 +7,7 @@
 //! never holds a buffer larger than `2 x bytes given + 64 KiB` (plus the
 //! input's own allocation) whatever a header announces.
 
-use bijou_framing::frame_codec::RESERVE_STEP;
+use bijou_framing::RESERVE_STEP;
 use bijou_net::transport::ws_frame::{
     encode_frame, Frame, FrameDecoder, OpCode, Role, WsFrameError,
 };

@@ -13,7 +13,7 @@ use std::future::poll_fn;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use bijou_framing::frame_codec::RESERVE_STEP;
+use bijou_framing::RESERVE_STEP;
 use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
 use bijou_net::transport::ws_frame::{encode_header, OpCode};
 use bijou_net::transport::{Transport, TransportError};

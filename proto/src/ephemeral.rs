@@ -4,7 +4,7 @@
 //! (and through it, `bijou-net`'s `Connection`); anything else (a relay, a
 //! test) can too.
 //!
-//! A received `SUE\0` message (see [`message::ephemeral`](crate::message::ephemeral))
+//! A received `SUE\0` message (see [`EphemeralMessage`](crate::message::EphemeralMessage))
 //! is checked in this order, cheapest first:
 //!
 //! ```text

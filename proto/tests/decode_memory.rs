@@ -20,7 +20,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use bijou_codec::{Wire, DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{
     Access, ContactCardJson, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer,
     RootDelegation, SignedKeyhive, SukMessage,

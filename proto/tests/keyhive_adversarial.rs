@@ -6,7 +6,7 @@
 //! every accepted input re-encodes to exactly its bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{
     Access, ContactCardJson, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer,
     RootDelegation, SignedKeyhive, SukMessage,

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{
     public_id, Access, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer, Outcome,
     Registration, Step, SukMessage,

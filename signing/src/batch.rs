@@ -79,7 +79,8 @@ pub struct Item<'a> {
 ///
 /// ```
 /// # use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
-/// # use bijou_frame::signing::{verify_batch, Payload, Signed, VerifyError};
+/// # use bijou_frame::signing::batch::verify_batch;
+/// # use bijou_frame::signing::{Payload, Signed, VerifyError};
 /// # use ed25519_dalek::SigningKey;
 /// # #[derive(Debug, Clone, PartialEq)]
 /// # struct Byte(u8);

@@ -1,44 +1,44 @@
-//! Content-addressed blobs: [`Blob`], its [`BlobMeta`], and
-//! [`VerifiedBlob`], the witness that a received blob matches the metadata
-//! it was announced with.
-//!
-//! ```text
-//!   Blob      = the bytes (a zero-copy `Bytes`)
-//!   BlobMeta  = { digest: BLAKE3(bytes) (32), size: len(bytes) (bijou64 on the wire) }
-//!
-//!   signed payload ---(HasBlobMeta)---> BlobMeta --verify(blob)--> VerifiedBlob
-//!                                                          '----> BlobMismatch::{Size, Digest}
-//! ```
-//!
-//! ```
-//! use bijou_frame::signing::{Blob, BlobMeta, BlobMismatch};
-//!
-//! let blob = Blob::from_static(b"chunk");
-//! let meta = blob.meta();
-//! assert_eq!(meta.size(), 5);
-//! assert_eq!(meta.digest().as_bytes(), blake3::hash(b"chunk").as_bytes());
-//!
-//! let ok = meta.verify(Blob::from_static(b"chunk"))?;
-//! assert_eq!(ok.meta(), meta);
-//!
-//! assert!(matches!(
-//!     meta.verify(Blob::from_static(b"chunks")),
-//!     Err(BlobMismatch::Size { expected: 5, actual: 6 })
-//! ));
-//! assert!(matches!(
-//!     meta.verify(Blob::from_static(b"CHUNK")),
-//!     Err(BlobMismatch::Digest { .. })
-//! ));
-//! # Ok::<(), BlobMismatch>(())
-//! ```
-
 use core::fmt;
 
 use bytes::Bytes;
 
 use crate::{BlobMismatch, Digest};
 
-/// Content-addressed bytes; see the [module docs](self).
+/// Content-addressed bytes (below).
+///
+/// Content-addressed blobs: [`Blob`], its [`BlobMeta`], and
+/// [`VerifiedBlob`], the witness that a received blob matches the metadata
+/// it was announced with.
+///
+/// ```text
+///   Blob      = the bytes (a zero-copy `Bytes`)
+///   BlobMeta  = { digest: BLAKE3(bytes) (32), size: len(bytes) (bijou64 on the wire) }
+///
+///   signed payload ---(HasBlobMeta)---> BlobMeta --verify(blob)--> VerifiedBlob
+///                                                          '----> BlobMismatch::{Size, Digest}
+/// ```
+///
+/// ```
+/// use bijou_frame::signing::{Blob, BlobMeta, BlobMismatch};
+///
+/// let blob = Blob::from_static(b"chunk");
+/// let meta = blob.meta();
+/// assert_eq!(meta.size(), 5);
+/// assert_eq!(meta.digest().as_bytes(), blake3::hash(b"chunk").as_bytes());
+///
+/// let ok = meta.verify(Blob::from_static(b"chunk"))?;
+/// assert_eq!(ok.meta(), meta);
+///
+/// assert!(matches!(
+///     meta.verify(Blob::from_static(b"chunks")),
+///     Err(BlobMismatch::Size { expected: 5, actual: 6 })
+/// ));
+/// assert!(matches!(
+///     meta.verify(Blob::from_static(b"CHUNK")),
+///     Err(BlobMismatch::Digest { .. })
+/// ));
+/// # Ok::<(), BlobMismatch>(())
+/// ```
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Blob(Bytes);
 

@@ -1,39 +1,3 @@
-//! [`BlobStatement`]: a signed, content-addressed statement about one blob
-//! (a file, say) that stands on its own, with no tree or commit around it.
-//! It is the type behind `bijou blob sign` / `bijou blob verify`.
-//!
-//! ```text
-//!   Signed<BlobStatement> (the whole signature file; 133-141 bytes):
-//!
-//!   +----------------+--------------+------------------+-----------------+---------------+
-//!   | "BJB\0" (4)    | IssuerVK (32)| BLAKE3 digest(32)| Size (bijou64)  | Signature (64)|
-//!   +----------------+--------------+------------------+-----------------+---------------+
-//!    42 4A 42 00                                        1-9 bytes
-//! ```
-//!
-//! Because the size is a canonical bijou64 and nothing else is variable,
-//! one statement has exactly one encoding: the same signer, digest and
-//! size always give the same bytes, and a signature file that decodes
-//! re-encodes to itself (trailing bytes are refused).
-//!
-//! ```
-//! use bijou_frame::signing::{BlobStatement, Signed, Identity};
-//! use bijou_frame::codec::Wire;
-//! use ed25519_dalek::SigningKey;
-//!
-//! let key = SigningKey::from_bytes(&[7; 32]);
-//! let file = b"hello, world\n";
-//! let signed = Signed::seal(&key, &BlobStatement::for_bytes(file))?;
-//! let sig_file = signed.into_bytes(); // what `bijou blob sign` writes
-//!
-//! // Later, elsewhere: decode, verify the signature, then the file.
-//! let verified = Signed::<BlobStatement>::decode(sig_file)?.verify_strict()?;
-//! assert_eq!(verified.peer_id(), key.peer_id());
-//! verified.payload().check(&BlobStatement::for_bytes(file))?;
-//! assert!(verified.payload().check(&BlobStatement::for_bytes(b"hello, world!")).is_err());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 
@@ -41,7 +5,43 @@ use crate::payload::{ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
 use crate::{Blob, BlobMeta, BlobMismatch, Digest, Payload, DIGEST_LEN};
 
 /// "This blob, of this size, with this BLAKE3 digest": the signed fields
-/// of a standalone blob signature. See the [module docs](self).
+/// of a standalone blob signature (below).
+///
+/// [`BlobStatement`]: a signed, content-addressed statement about one blob
+/// (a file, say) that stands on its own, with no tree or commit around it.
+/// It is the type behind `bijou blob sign` / `bijou blob verify`.
+///
+/// ```text
+///   Signed<BlobStatement> (the whole signature file; 133-141 bytes):
+///
+///   +----------------+--------------+------------------+-----------------+---------------+
+///   | "BJB\0" (4)    | IssuerVK (32)| BLAKE3 digest(32)| Size (bijou64)  | Signature (64)|
+///   +----------------+--------------+------------------+-----------------+---------------+
+///    42 4A 42 00                                        1-9 bytes
+/// ```
+///
+/// Because the size is a canonical bijou64 and nothing else is variable,
+/// one statement has exactly one encoding: the same signer, digest and
+/// size always give the same bytes, and a signature file that decodes
+/// re-encodes to itself (trailing bytes are refused).
+///
+/// ```
+/// use bijou_frame::signing::{BlobStatement, Signed, Identity};
+/// use bijou_frame::codec::Wire;
+/// use ed25519_dalek::SigningKey;
+///
+/// let key = SigningKey::from_bytes(&[7; 32]);
+/// let file = b"hello, world\n";
+/// let signed = Signed::seal(&key, &BlobStatement::for_bytes(file))?;
+/// let sig_file = signed.into_bytes(); // what `bijou blob sign` writes
+///
+/// // Later, elsewhere: decode, verify the signature, then the file.
+/// let verified = Signed::<BlobStatement>::decode(sig_file)?.verify_strict()?;
+/// assert_eq!(verified.peer_id(), key.peer_id());
+/// verified.payload().check(&BlobStatement::for_bytes(file))?;
+/// assert!(verified.payload().check(&BlobStatement::for_bytes(b"hello, world!")).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlobStatement {
     meta: BlobMeta,

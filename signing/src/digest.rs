@@ -1,26 +1,3 @@
-//! [`Digest<T>`]: a 32-byte BLAKE3 digest tagged with what it is a digest
-//! of.
-//!
-//! ```text
-//!   Digest<Blob>         = BLAKE3(blob bytes)
-//!   Digest<T: Payload>   = BLAKE3(Schema(4) || fields)
-//!
-//!   +------------------------------- 32 bytes -------------------------------+
-//!   | BLAKE3 output, as is (no length prefix, no tag on the wire)            |
-//!   +------------------------------------------------------------------------+
-//! ```
-//!
-//! The type parameter exists only at compile time: a `Digest<Blob>` cannot be
-//! passed where a `Digest<LooseCommit>` is expected, although both are the
-//! same 32 bytes on the wire.
-//!
-//! ```compile_fail
-//! use bijou_frame::signing::{Blob, Digest};
-//! struct Commit;
-//! let blob_id: Digest<Blob> = Blob::from_static(b"hi").digest();
-//! let commit_id: Digest<Commit> = blob_id; // different types
-//! ```
-
 use core::{cmp::Ordering, hash, marker::PhantomData};
 
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
@@ -29,7 +6,7 @@ use bytes::BufMut;
 /// Length of a BLAKE3 digest in bytes.
 pub const DIGEST_LEN: usize = 32;
 
-/// A BLAKE3 digest of a `T`; see the [module docs](self).
+/// A BLAKE3 digest of a `T` (below).
 ///
 /// ```
 /// use bijou_frame::signing::{Blob, Digest};
@@ -40,6 +17,29 @@ pub const DIGEST_LEN: usize = 32;
 /// assert_eq!(Digest::<Blob>::from_bytes(*id.as_bytes()), id);
 /// assert_eq!(id.to_string().parse::<Digest<Blob>>()?, id); // lower-case hex
 /// # Ok::<(), bijou_frame::signing::hex::ParseHexError>(())
+/// ```
+///
+/// [`Digest<T>`]: a 32-byte BLAKE3 digest tagged with what it is a digest
+/// of.
+///
+/// ```text
+///   Digest<Blob>         = BLAKE3(blob bytes)
+///   Digest<T: Payload>   = BLAKE3(Schema(4) || fields)
+///
+///   +------------------------------- 32 bytes -------------------------------+
+///   | BLAKE3 output, as is (no length prefix, no tag on the wire)            |
+///   +------------------------------------------------------------------------+
+/// ```
+///
+/// The type parameter exists only at compile time: a `Digest<Blob>` cannot be
+/// passed where a `Digest<LooseCommit>` is expected, although both are the
+/// same 32 bytes on the wire.
+///
+/// ```compile_fail
+/// use bijou_frame::signing::{Blob, Digest};
+/// struct Commit;
+/// let blob_id: Digest<Blob> = Blob::from_static(b"hi").digest();
+/// let commit_id: Digest<Commit> = blob_id; // different types
 /// ```
 pub struct Digest<T: ?Sized> {
     bytes: [u8; DIGEST_LEN],

@@ -1,22 +1,22 @@
-//! The crate's error types. Each says what failed and where.
-//!
-//! | Error            | Raised by                                        |
-//! |------------------|--------------------------------------------------|
-//! | [`DecodeError`]  | `Signed::decode`, `Signed::read_from`            |
-//! | [`VerifyError`]  | `Signed::verify_strict`, `verify_batch`          |
-//! | [`SealError`]    | `Signed::seal`                                   |
-//! | [`BlobMismatch`] | `BlobMeta::verify`, `Verified::verify_blob`      |
-//!
-//! Truncation, trailing bytes and malformed fields are the codec's
-//! [`ReadError`], wrapped unchanged, so they keep the field name, the
-//! absolute offset and need/have.
-
 use bijou_codec::{ReadError, WriteError};
 use ed25519_dalek::SignatureError;
 
 use crate::{Blob, Digest, PeerId, Schema};
 
 /// Why bytes are not a well-formed `Signed<T>`.
+///
+/// The crate's error types. Each says what failed and where.
+///
+/// | Error            | Raised by                                        |
+/// |------------------|--------------------------------------------------|
+/// | [`DecodeError`]  | `Signed::decode`, `Signed::read_from`            |
+/// | [`VerifyError`]  | `Signed::verify_strict`, `verify_batch`          |
+/// | [`SealError`]    | `Signed::seal`                                   |
+/// | [`BlobMismatch`] | `BlobMeta::verify`, `Verified::verify_blob`      |
+///
+/// Truncation, trailing bytes and malformed fields are the codec's
+/// [`ReadError`], wrapped unchanged, so they keep the field name, the
+/// absolute offset and need/have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {

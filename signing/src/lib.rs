@@ -36,7 +36,7 @@
 //!   and the payload decoded once; no access to the payload. The issuer key
 //!   is decompressed only when verifying.
 //! - [`Verified<T>`]: obtainable only by verification.
-//! - [`verify_batch`]: many at once, with the strict accept set.
+//! - [`verify_batch`](batch::verify_batch): many at once, with the strict accept set.
 //! - [`key_file`] (feature `std`): new keys from the operating system's
 //!   randomness, and key files (labelled, with the peer id beside the
 //!   seed; the bare 64 hex digits `subduction_cli --key-file` reads are
@@ -99,22 +99,21 @@ extern crate alloc;
 extern crate std;
 
 pub mod batch;
-pub mod blob;
-pub mod blob_statement;
-pub mod digest;
-pub mod error;
+mod blob;
+mod blob_statement;
+mod digest;
+mod error;
 pub mod hex;
-pub mod identity;
+mod identity;
 #[cfg(feature = "std")]
 pub mod key_file;
-pub mod payload;
-pub mod peer_id;
-pub mod signed;
+mod payload;
+mod peer_id;
+mod signed;
 pub mod strict;
-pub mod unsigned;
-pub mod verified;
+mod unsigned;
+mod verified;
 
-pub use batch::{verify_batch, verify_batch_refs};
 pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};
 pub use blob_statement::BlobStatement;
 pub use digest::{Digest, DIGEST_LEN};

@@ -1,63 +1,3 @@
-//! The [`Payload`] contract: what a type must provide to be signed, and
-//! [`Schema`], the 4-byte header that names a wire type.
-//!
-//! A payload type is a [`Wire`] type (its wire form is its *fields*) with a
-//! 4-byte schema and an optional discriminant byte (for types sharing a
-//! schema, such as the handshake's Challenge and Response):
-//!
-//! ```text
-//!   Schema(4) | Discriminant(0 or 1) | IssuerVK(32) | fields ... | Signature(64)
-//!   \_______ from the trait ______/                  \ Wire of /
-//!                                                     \  Self  /
-//! ```
-//!
-//! Rules for [`Wire::read_from`], which [`Signed`](crate::Signed) relies
-//! on:
-//!
-//! - **Self-delimiting.** Read exactly the fields and stop; the signature
-//!   follows. Never read "the rest".
-//! - **Strict.** Reject anything [`Wire::write_to`] would not produce
-//!   (unsorted arrays, unknown flag values, ...): accepted fields must
-//!   re-encode to exactly the bytes read. `Signed` relies on this instead
-//!   of re-encoding on every decode; the crate's tests check it for every
-//!   payload type.
-//! - **Bounded.** Check counts against the remaining input before
-//!   allocating ([`Reader::capacity_for`](bijou_codec::Reader::capacity_for),
-//!   [`Reader::ascending_arrays`](bijou_codec::Reader::ascending_arrays)).
-//!
-//! ```
-//! use bijou_frame::codec::{count, Reader, ReadError, Wire, WriteError, Writer};
-//! use bijou_frame::signing::Payload;
-//! use bytes::BufMut;
-//!
-//! /// `Count u8 | Items N×8 (strictly ascending)`.
-//! #[derive(Clone)]
-//! struct Ids(Vec<[u8; 8]>);
-//!
-//! impl Wire for Ids {
-//!     type Error = ReadError;
-//!     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
-//!         w.count_u8("ids", self.0.len())?;
-//!         self.0.iter().for_each(|id| w.bytes(id));
-//!         Ok(())
-//!     }
-//!     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
-//!         let count = r.u8("count")?;
-//!         Ok(Ids(r.ascending_arrays("ids", count.into())?))
-//!     }
-//! }
-//!
-//! impl Payload for Ids {
-//!     const SCHEMA: [u8; 4] = *b"IDS\x00";
-//! }
-//!
-//! let digest = Ids(vec![[1; 8], [2; 8]]).digest()?;
-//! let mut hashed = b"IDS\x00".to_vec();
-//! hashed.extend([2].iter().chain(&[1; 8]).chain(&[2; 8]));
-//! assert_eq!(digest.as_bytes(), blake3::hash(&hashed).as_bytes());
-//! # Ok::<(), WriteError>(())
-//! ```
-
 use core::fmt;
 
 use bijou_codec::{ReadError, Wire, WriteError};
@@ -71,7 +11,67 @@ pub const ISSUER_LEN: usize = ed25519_dalek::PUBLIC_KEY_LENGTH;
 /// Length of the Ed25519 signature.
 pub const SIGNATURE_LEN: usize = ed25519_dalek::SIGNATURE_LENGTH;
 
-/// A type that can be signed; see the [module docs](self) for the rules.
+/// A type that can be signed; see below for the rules.
+///
+/// The [`Payload`] contract: what a type must provide to be signed, and
+/// [`Schema`], the 4-byte header that names a wire type.
+///
+/// A payload type is a [`Wire`] type (its wire form is its *fields*) with a
+/// 4-byte schema and an optional discriminant byte (for types sharing a
+/// schema, such as the handshake's Challenge and Response):
+///
+/// ```text
+///   Schema(4) | Discriminant(0 or 1) | IssuerVK(32) | fields ... | Signature(64)
+///   \_______ from the trait ______/                  \ Wire of /
+///                                                     \  Self  /
+/// ```
+///
+/// Rules for [`Wire::read_from`], which [`Signed`](crate::Signed) relies
+/// on:
+///
+/// - **Self-delimiting.** Read exactly the fields and stop; the signature
+///   follows. Never read "the rest".
+/// - **Strict.** Reject anything [`Wire::write_to`] would not produce
+///   (unsorted arrays, unknown flag values, ...): accepted fields must
+///   re-encode to exactly the bytes read. `Signed` relies on this instead
+///   of re-encoding on every decode; the crate's tests check it for every
+///   payload type.
+/// - **Bounded.** Check counts against the remaining input before
+///   allocating ([`Reader::capacity_for`](bijou_codec::Reader::capacity_for),
+///   [`Reader::ascending_arrays`](bijou_codec::Reader::ascending_arrays)).
+///
+/// ```
+/// use bijou_frame::codec::{count, Reader, ReadError, Wire, WriteError, Writer};
+/// use bijou_frame::signing::Payload;
+/// use bytes::BufMut;
+///
+/// /// `Count u8 | Items N×8 (strictly ascending)`.
+/// #[derive(Clone)]
+/// struct Ids(Vec<[u8; 8]>);
+///
+/// impl Wire for Ids {
+///     type Error = ReadError;
+///     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+///         w.count_u8("ids", self.0.len())?;
+///         self.0.iter().for_each(|id| w.bytes(id));
+///         Ok(())
+///     }
+///     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+///         let count = r.u8("count")?;
+///         Ok(Ids(r.ascending_arrays("ids", count.into())?))
+///     }
+/// }
+///
+/// impl Payload for Ids {
+///     const SCHEMA: [u8; 4] = *b"IDS\x00";
+/// }
+///
+/// let digest = Ids(vec![[1; 8], [2; 8]]).digest()?;
+/// let mut hashed = b"IDS\x00".to_vec();
+/// hashed.extend([2].iter().chain(&[1; 8]).chain(&[2; 8]));
+/// assert_eq!(digest.as_bytes(), blake3::hash(&hashed).as_bytes());
+/// # Ok::<(), WriteError>(())
+/// ```
 pub trait Payload: Wire<Error = ReadError> + Clone {
     /// The 4-byte schema header `[prefix0, prefix1, type, version]`.
     const SCHEMA: [u8; SCHEMA_LEN];

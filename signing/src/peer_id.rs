@@ -1,15 +1,3 @@
-//! [`PeerId`]: a peer is named by its 32-byte Ed25519 verifying key.
-//!
-//! ```text
-//!   +---------------------------- 32 bytes ----------------------------+
-//!   | compressed Edwards-y point of the verifying key, as sent         |
-//!   +------------------------------------------------------------------+
-//! ```
-//!
-//! A `PeerId` is just the bytes; it is not checked to be a curve point until
-//! [`PeerId::verifying_key`] is called. Ids read from signed payloads are
-//! checked at decode time (see [`Signed::decode`](crate::Signed::decode)).
-
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
 use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
@@ -30,6 +18,18 @@ use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
 /// assert_eq!(text.parse::<PeerId>()?, id);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// [`PeerId`]: a peer is named by its 32-byte Ed25519 verifying key.
+///
+/// ```text
+///   +---------------------------- 32 bytes ----------------------------+
+///   | compressed Edwards-y point of the verifying key, as sent         |
+///   +------------------------------------------------------------------+
+/// ```
+///
+/// A `PeerId` is just the bytes; it is not checked to be a curve point until
+/// [`PeerId::verifying_key`] is called. Ids read from signed payloads are
+/// checked at decode time (see [`Signed::decode`](crate::Signed::decode)).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PeerId([u8; PUBLIC_KEY_LENGTH]);
 

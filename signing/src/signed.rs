@@ -1,48 +1,3 @@
-//! [`Signed<T>`]: a signed payload in wire form, decoded once, not yet
-//! verified.
-//!
-//! ```text
-//!   offset 0         4            4+d            4+d+32                 n-64          n
-//!   +----------------+------------+--------------+----------------------+-------------+
-//!   | Schema (4)     | Disc (d=0  | IssuerVK     | fields               | Signature   |
-//!   | T::SCHEMA      |  or 1)     | (32)         | T as Wire            | R(32) S(32) |
-//!   +----------------+------------+--------------+----------------------+-------------+
-//!   \__________________ signed message: everything before the signature _/
-//!
-//!   digest = BLAKE3(Schema || fields)   (no discriminant, issuer or signature)
-//! ```
-//!
-//! A `Signed<T>` keeps the exact bytes it was decoded from (a [`Bytes`]
-//! slice of the frame, no copy), so a relay forwards what it received, and
-//! the payload `T`, decoded exactly once. It does not expose the payload:
-//! the only way to it is [`Signed::verify_strict`] (or
-//! [`verify_batch`](crate::verify_batch)), which returns a [`Verified<T>`]
-//! built from this same decode.
-//!
-//! ```compile_fail
-//! # fn f<T: bijou_frame::signing::Payload>(signed: bijou_frame::signing::Signed<T>) {
-//! let payload = signed.payload(); // no such method: verify first
-//! # }
-//! ```
-//!
-//! Decoding ([`Wire::read_from`]) is strict and cheap, and checks, in
-//! order:
-//!
-//! 1. the schema, then the discriminant (distinct errors, before anything
-//!    else);
-//! 2. that the issuer key is a canonical point *encoding* (a byte
-//!    comparison: `y < p`, no sign bit on `x = 0`); the point itself is
-//!    decompressed only by verification, which is most of the cost of a
-//!    decode that skips it: a relay routing by tree id never pays it;
-//! 3. the fields, with `T::read_from` (strict, so accepted fields are the
-//!    only encoding of their value), which also finds the signature;
-//! 4. the 64 signature bytes.
-//!
-//! Error offsets are absolute in the frame the reader reads, also for a
-//! signed payload embedded in a larger message. Verification then
-//! decompresses the key: a key that is no curve point is refused there
-//! ([`VerifyError::InvalidIssuer`]), before any payload is handed out.
-
 use core::fmt;
 
 use bijou_codec::{Reader, Wire, WriteError, Writer};
@@ -55,7 +10,7 @@ use crate::{
     VerifyError,
 };
 
-/// A signed `T` in wire form; see the [module docs](self).
+/// A signed `T` in wire form (below).
 ///
 /// ```
 /// use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
@@ -94,6 +49,51 @@ use crate::{
 /// assert_eq!(verified.issuer(), key.verifying_key());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// [`Signed<T>`]: a signed payload in wire form, decoded once, not yet
+/// verified.
+///
+/// ```text
+///   offset 0         4            4+d            4+d+32                 n-64          n
+///   +----------------+------------+--------------+----------------------+-------------+
+///   | Schema (4)     | Disc (d=0  | IssuerVK     | fields               | Signature   |
+///   | T::SCHEMA      |  or 1)     | (32)         | T as Wire            | R(32) S(32) |
+///   +----------------+------------+--------------+----------------------+-------------+
+///   \__________________ signed message: everything before the signature _/
+///
+///   digest = BLAKE3(Schema || fields)   (no discriminant, issuer or signature)
+/// ```
+///
+/// A `Signed<T>` keeps the exact bytes it was decoded from (a [`Bytes`]
+/// slice of the frame, no copy), so a relay forwards what it received, and
+/// the payload `T`, decoded exactly once. It does not expose the payload:
+/// the only way to it is [`Signed::verify_strict`] (or
+/// [`verify_batch`](crate::batch::verify_batch)), which returns a [`Verified<T>`]
+/// built from this same decode.
+///
+/// ```compile_fail
+/// # fn f<T: bijou_frame::signing::Payload>(signed: bijou_frame::signing::Signed<T>) {
+/// let payload = signed.payload(); // no such method: verify first
+/// # }
+/// ```
+///
+/// Decoding ([`Wire::read_from`]) is strict and cheap, and checks, in
+/// order:
+///
+/// 1. the schema, then the discriminant (distinct errors, before anything
+///    else);
+/// 2. that the issuer key is a canonical point *encoding* (a byte
+///    comparison: `y < p`, no sign bit on `x = 0`); the point itself is
+///    decompressed only by verification, which is most of the cost of a
+///    decode that skips it: a relay routing by tree id never pays it;
+/// 3. the fields, with `T::read_from` (strict, so accepted fields are the
+///    only encoding of their value), which also finds the signature;
+/// 4. the 64 signature bytes.
+///
+/// Error offsets are absolute in the frame the reader reads, also for a
+/// signed payload embedded in a larger message. Verification then
+/// decompresses the key: a key that is no curve point is refused there
+/// ([`VerifyError::InvalidIssuer`]), before any payload is handed out.
 pub struct Signed<T> {
     bytes: Bytes,
     issuer: PeerId,
@@ -122,7 +122,7 @@ impl<T: Payload> Signed<T> {
 
     /// The first half of [`Signed::seal`], for a signer that answers later:
     /// `payload` encoded as `issuer`'s, waiting for its signature (see
-    /// [`unsigned`](crate::unsigned)).
+    /// [`Unsigned`](crate::Unsigned)).
     ///
     /// # Errors
     ///
@@ -251,7 +251,7 @@ impl<T> Signed<T> {
 }
 
 /// The wire form is the signed bytes as they are. Reading is the strict
-/// single pass of the [module docs](self); the read value holds a
+/// single pass of [`Signed`]'s docs; the read value holds a
 /// zero-copy slice of the reader's frame.
 impl<T: Payload> Wire for Signed<T> {
     type Error = DecodeError;
@@ -337,7 +337,7 @@ impl<T> fmt::Debug for Signed<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify_batch;
+    use crate::batch::verify_batch;
     use bijou_codec::{ReadError, WriteError};
     use ed25519_dalek::SigningKey;
 

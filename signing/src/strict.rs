@@ -1,7 +1,7 @@
 //! The strict Ed25519 rules, on raw `(key, message, signature)` triples.
 //!
 //! [`Signed::verify_strict`](crate::Signed::verify_strict) and
-//! [`verify_batch`](crate::verify_batch) are thin layers over this module;
+//! [`verify_batch`](crate::batch::verify_batch) are thin layers over this module;
 //! it is public so the same rules can be checked against published vectors.
 //!
 //! ```text
@@ -31,7 +31,7 @@
 //! - they give a typed reason instead of one opaque error;
 //! - batch verification skips them (it decompresses R, so it accepts
 //!   non-canonical and small-order R, and it never looks at small-order
-//!   keys); [`verify_batch`](crate::verify_batch) runs the same checks
+//!   keys); [`verify_batch`](crate::batch::verify_batch) runs the same checks
 //!   first so that it keeps this accept set;
 //! - check 1 does not depend on ed25519-dalek's `legacy_compatibility`
 //!   feature, which weakens dalek's own `S` check if anything in a build

@@ -1,51 +1,3 @@
-//! [`Unsigned`]: a payload sealed but for its signature, for a signer that
-//! answers later.
-//!
-//! [`Signed::seal`] asks an [`Identity`](crate::Identity) and gets the
-//! signature back at once. A key that never leaves its keeper (a remote
-//! signer, a hardware key, a non-extractable WebCrypto key) answers later,
-//! so the seal comes in two steps, with nothing else to hold while the
-//! signer works:
-//!
-//! ```text
-//!   Signed::unsigned(issuer, &payload) ──► Unsigned<T> ── message() ──► the signer
-//!                                               │                           │ (later)
-//!                                               └── sign(signature) ◄───────┘
-//!                                                     │ verify_strict first: a wrong signature
-//!                                                     ▼ is refused, never sent
-//!                                                  Signed<T>  (the same bytes Signed::seal makes)
-//! ```
-//!
-//! ```
-//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, Payload, Signed};
-//! # use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
-//! # use bytes::{BufMut, Bytes};
-//! # #[derive(Debug, Clone, PartialEq, Eq)]
-//! # struct Note { text: Bytes }
-//! # impl Wire for Note {
-//! #     type Error = ReadError;
-//! #     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
-//! #         w.bijou64_len(self.text.len());
-//! #         w.bytes(&self.text);
-//! #         Ok(())
-//! #     }
-//! #     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
-//! #         let len = r.bijou64("text_len")?;
-//! #         Ok(Note { text: r.shared_u64("text", len)? })
-//! #     }
-//! # }
-//! # impl Payload for Note {
-//! #     const SCHEMA: [u8; 4] = *b"NT\x01\x00";
-//! # }
-//! let key = SigningKey::from_bytes(&[9; 32]); // kept elsewhere, in practice
-//! let note = Note { text: Bytes::from_static(b"hi") };
-//! let unsigned = Signed::unsigned(key.verifying_key(), &note)?;
-//! let signature = key.sign_message(unsigned.message())?; // the signer's answer, later
-//! let sealed = unsigned.sign(&signature)?;
-//! assert_eq!(sealed, Signed::seal(&key, &note)?);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use bytes::{BufMut, BytesMut};
 use ed25519_dalek::{Signature, VerifyingKey};
 
@@ -54,7 +6,55 @@ use crate::{Payload, PeerId, Signed, VerifyError, SIGNATURE_LEN};
 use bijou_codec::WriteError;
 
 /// A payload encoded behind its schema and issuer, its signature still to
-/// come; see the [module docs](self).
+/// come (below).
+///
+/// [`Unsigned`]: a payload sealed but for its signature, for a signer that
+/// answers later.
+///
+/// [`Signed::seal`] asks an [`Identity`](crate::Identity) and gets the
+/// signature back at once. A key that never leaves its keeper (a remote
+/// signer, a hardware key, a non-extractable WebCrypto key) answers later,
+/// so the seal comes in two steps, with nothing else to hold while the
+/// signer works:
+///
+/// ```text
+///   Signed::unsigned(issuer, &payload) ──► Unsigned<T> ── message() ──► the signer
+///                                               │                           │ (later)
+///                                               └── sign(signature) ◄───────┘
+///                                                     │ verify_strict first: a wrong signature
+///                                                     ▼ is refused, never sent
+///                                                  Signed<T>  (the same bytes Signed::seal makes)
+/// ```
+///
+/// ```
+/// use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, Payload, Signed};
+/// # use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
+/// # use bytes::{BufMut, Bytes};
+/// # #[derive(Debug, Clone, PartialEq, Eq)]
+/// # struct Note { text: Bytes }
+/// # impl Wire for Note {
+/// #     type Error = ReadError;
+/// #     fn write_to<B: BufMut + ?Sized>(&self, w: &mut Writer<'_, B>) -> Result<(), WriteError> {
+/// #         w.bijou64_len(self.text.len());
+/// #         w.bytes(&self.text);
+/// #         Ok(())
+/// #     }
+/// #     fn read_from(r: &mut Reader<'_>) -> Result<Self, ReadError> {
+/// #         let len = r.bijou64("text_len")?;
+/// #         Ok(Note { text: r.shared_u64("text", len)? })
+/// #     }
+/// # }
+/// # impl Payload for Note {
+/// #     const SCHEMA: [u8; 4] = *b"NT\x01\x00";
+/// # }
+/// let key = SigningKey::from_bytes(&[9; 32]); // kept elsewhere, in practice
+/// let note = Note { text: Bytes::from_static(b"hi") };
+/// let unsigned = Signed::unsigned(key.verifying_key(), &note)?;
+/// let signature = key.sign_message(unsigned.message())?; // the signer's answer, later
+/// let sealed = unsigned.sign(&signature)?;
+/// assert_eq!(sealed, Signed::seal(&key, &note)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Unsigned<T> {
     /// Schema, discriminant, issuer and payload: what the signature covers.

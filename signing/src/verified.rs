@@ -1,22 +1,3 @@
-//! [`Verified<T>`]: the witness that a [`Signed<T>`]'s signature holds.
-//!
-//! ```text
-//!   Signed<T> --verify_strict / verify_batch--> Verified<T>
-//!                                                 |- payload()   the T decoded with the Signed<T>
-//!                                                 |- issuer()    who signed it (decompressed key)
-//!                                                 |- as_bytes()  the exact bytes received
-//!                                                 '- digest()    BLAKE3(Schema || fields)
-//! ```
-//!
-//! There is no other constructor, so holding a `Verified<T>` proves the
-//! check ran and passed.
-//!
-//! ```compile_fail
-//! # fn f<T: bijou_frame::signing::Payload>(signed: bijou_frame::signing::Signed<T>, payload: T) {
-//! let forged = bijou_frame::signing::Verified::new(signed, payload); // private
-//! # }
-//! ```
-
 use core::fmt;
 
 use bytes::Bytes;
@@ -25,7 +6,26 @@ use ed25519_dalek::VerifyingKey;
 use crate::Blob;
 use crate::{blob::HasBlobMeta, BlobMismatch, Digest, Payload, PeerId, Signed, VerifiedBlob};
 
-/// A payload whose signature verified; see the [module docs](self).
+/// A payload whose signature verified (below).
+///
+/// [`Verified<T>`]: the witness that a [`Signed<T>`]'s signature holds.
+///
+/// ```text
+///   Signed<T> --verify_strict / verify_batch--> Verified<T>
+///                                                 |- payload()   the T decoded with the Signed<T>
+///                                                 |- issuer()    who signed it (decompressed key)
+///                                                 |- as_bytes()  the exact bytes received
+///                                                 '- digest()    BLAKE3(Schema || fields)
+/// ```
+///
+/// There is no other constructor, so holding a `Verified<T>` proves the
+/// check ran and passed.
+///
+/// ```compile_fail
+/// # fn f<T: bijou_frame::signing::Payload>(signed: bijou_frame::signing::Signed<T>, payload: T) {
+/// let forged = bijou_frame::signing::Verified::new(signed, payload); // private
+/// # }
+/// ```
 pub struct Verified<T> {
     signed: Signed<T>,
     key: VerifyingKey,

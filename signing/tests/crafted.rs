@@ -11,8 +11,8 @@
 
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::{
-    batch::{verify_items, Item},
-    strict, verify_batch, Payload, Signed, VerifyError,
+    batch::{verify_batch, verify_items, Item},
+    strict, Payload, Signed, VerifyError,
 };
 use bytes::BufMut;
 use curve25519_dalek::{EdwardsPoint, Scalar};

@@ -12,8 +12,8 @@ mod signing_support;
 
 use bijou_codec::{ReadError, Reader, Wire};
 use bijou_signing::{
-    ed25519_dalek::Signer as _, strict, verify_batch, Blob, BlobMismatch, DecodeError, Payload,
-    Signed, VerifyError,
+    batch::verify_batch, ed25519_dalek::Signer as _, strict, Blob, BlobMismatch, DecodeError,
+    Payload, Signed, VerifyError,
 };
 use proptest::prelude::*;
 use signing_support::*;

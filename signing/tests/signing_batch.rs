@@ -8,9 +8,9 @@ mod signing_support;
 
 use bijou_codec::Wire;
 use bijou_signing::{
-    batch::{verify_items, Item},
+    batch::{verify_batch, verify_items, Item},
     ed25519_dalek::{Signature, Signer as _},
-    strict, verify_batch, Signed, Verified, VerifyError,
+    strict, Signed, Verified, VerifyError,
 };
 use proptest::prelude::*;
 use signing_support::*;

@@ -15,7 +15,7 @@ use bijou_codec::{ReadError, Wire};
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::{FrameCodec, FrameError};
 use bijou_net::MessageCodec;
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, SukMessage};
 use bijou_proto::message::{
     BlobMessage, Challenge, EphemeralMessage, Fragment, HandshakeMessage, LooseCommit, Message,

@@ -17,7 +17,7 @@
 use bijou_codec::Wire;
 use bijou_framing::prefix::LengthPrefix;
 use bijou_framing::FrameCodec;
-use bijou_proto::keyhive::message::MIN_EVENT_LEN;
+use bijou_proto::keyhive::MIN_EVENT_LEN;
 use bijou_proto::keyhive::{
     ContactCardJson, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage,
 };

@@ -1,38 +1,3 @@
-//! [`FramedTransport`]: messages behind a length prefix over any
-//! `AsyncRead + AsyncWrite`, holding no buffer while idle.
-//!
-//! ```text
-//! +---------------+-----------+---------------+-----------+---- ...
-//! | prefix (len0) | message 0 | prefix (len1) | message 1 |
-//! +---------------+-----------+---------------+-----------+---- ...
-//! ```
-//!
-//! The prefix is any [`LengthPrefix`]: bijou64 (the default), LEB128, or
-//! u32-BE (Subduction's QUIC framing). Decoding is [`FrameCodec`]'s: a
-//! prefix announcing more than the maximum is refused before anything is
-//! buffered, and memory grows with the bytes received, not with the
-//! lengths a peer announces.
-//!
-//! tokio-util's `Framed` keeps an 8 KiB read buffer and an 8 KiB write
-//! buffer per connection for as long as it lives, and whatever a burst of
-//! large frames grew them to. With anyone able to complete a handshake, a
-//! server with many idle peers pays that for each. `FramedTransport` does
-//! the same job and gives memory back as soon as it is not needed:
-//!
-//! ```text
-//!   read:  buffer empty -> read into a 4 KiB stack scratch, copy what came
-//!          frame pending -> read straight into the buffer's spare capacity
-//!                           (the codec reserved it: a buffer of at most
-//!                           2 x received + 64 KiB for a pending frame)
-//!          buffer drained -> dropped (messages already handed out keep their bytes)
-//!   write: frames are written into the write buffer;
-//!          once flushed to the transport, the buffer is dropped
-//! ```
-//!
-//! So an idle connection holds no heap buffer at all (measured with 5,000
-//! loopback connections in `framing/tests/idle_memory.rs`), at the cost of
-//! one copy of at most 4 KiB for the first read after idling.
-
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -52,8 +17,42 @@ use crate::SendError;
 /// Size of the stack buffer an idle connection reads into.
 const SCRATCH: usize = 4096;
 
-/// A [`Transport`] over a byte stream `T`, framed by prefix `P`; see the
-/// [module docs](self).
+/// A [`Transport`] over a byte stream `T`, framed by prefix `P` (below).
+///
+/// [`FramedTransport`]: messages behind a length prefix over any
+/// `AsyncRead + AsyncWrite`, holding no buffer while idle.
+///
+/// ```text
+/// +---------------+-----------+---------------+-----------+---- ...
+/// | prefix (len0) | message 0 | prefix (len1) | message 1 |
+/// +---------------+-----------+---------------+-----------+---- ...
+/// ```
+///
+/// The prefix is any [`LengthPrefix`]: bijou64 (the default), LEB128, or
+/// u32-BE (Subduction's QUIC framing). Decoding is [`FrameCodec`]'s: a
+/// prefix announcing more than the maximum is refused before anything is
+/// buffered, and memory grows with the bytes received, not with the
+/// lengths a peer announces.
+///
+/// tokio-util's `Framed` keeps an 8 KiB read buffer and an 8 KiB write
+/// buffer per connection for as long as it lives, and whatever a burst of
+/// large frames grew them to. With anyone able to complete a handshake, a
+/// server with many idle peers pays that for each. `FramedTransport` does
+/// the same job and gives memory back as soon as it is not needed:
+///
+/// ```text
+///   read:  buffer empty -> read into a 4 KiB stack scratch, copy what came
+///          frame pending -> read straight into the buffer's spare capacity
+///                           (the codec reserved it: a buffer of at most
+///                           2 x received + 64 KiB for a pending frame)
+///          buffer drained -> dropped (messages already handed out keep their bytes)
+///   write: frames are written into the write buffer;
+///          once flushed to the transport, the buffer is dropped
+/// ```
+///
+/// So an idle connection holds no heap buffer at all (measured with 5,000
+/// loopback connections in `framing/tests/idle_memory.rs`), at the cost of
+/// one copy of at most 4 KiB for the first read after idling.
 #[derive(Debug)]
 pub struct FramedTransport<T, P> {
     io: T,

@@ -59,7 +59,7 @@ use bytes::BytesMut;
 
 use crate::SendError;
 
-pub mod framed;
+mod framed;
 #[cfg(feature = "iroh")]
 pub mod iroh;
 #[cfg(feature = "websocket")]
@@ -69,11 +69,7 @@ pub mod ws_frame;
 
 pub mod peer_framing;
 
-#[cfg(feature = "iroh")]
-pub use self::iroh::IrohTransport;
 pub use framed::FramedTransport;
-#[cfg(feature = "websocket")]
-pub use websocket::WebSocketTransport;
 
 /// A carrier of whole messages; see the [module docs](self).
 ///

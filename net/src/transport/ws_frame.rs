@@ -41,7 +41,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use bijou_framing::frame_codec::{RELEASE_COPY_LIMIT, RELEASE_THRESHOLD, RESERVE_STEP};
+use bijou_framing::{RELEASE_COPY_LIMIT, RELEASE_THRESHOLD, RESERVE_STEP};
 
 /// The longest header: 2 bytes, a 64-bit length and a masking key.
 pub const MAX_HEADER_LEN: usize = 14;

@@ -1,19 +1,3 @@
-//! Our contact card: keyhive's `ContactCard` (`keyhive_core` 0.7), which
-//! introduces an individual by a signed prekey operation, in the JSON a
-//! `SUK\0` envelope carries it as.
-//!
-//! ```text
-//!   {"Add":{"payload":{"share_key":[32 numbers]},"issuer":[32 numbers],"signature":[64 numbers]}}
-//!
-//!   signature = Ed25519 by the issuer over the payload's binary form: the
-//!               32 share-key bytes (a fixed-size tuple, no length)
-//! ```
-//!
-//! The share key is an X25519 public key that keyhive would use for group
-//! key agreement. We do no key agreement: the key is derived from the
-//! signer's own signature over a fixed label (so the same identity always
-//! sends the same card) and its secret is never kept.
-
 use alloc::string::String;
 use core::fmt::Write as _;
 
@@ -50,6 +34,22 @@ fn json_array(out: &mut String, bytes: &[u8]) {
 /// # Errors
 ///
 /// [`KeyhiveError::Signature`] if the signer fails.
+///
+/// Our contact card: keyhive's `ContactCard` (`keyhive_core` 0.7), which
+/// introduces an individual by a signed prekey operation, in the JSON a
+/// `SUK\0` envelope carries it as.
+///
+/// ```text
+///   {"Add":{"payload":{"share_key":[32 numbers]},"issuer":[32 numbers],"signature":[64 numbers]}}
+///
+///   signature = Ed25519 by the issuer over the payload's binary form: the
+///               32 share-key bytes (a fixed-size tuple, no length)
+/// ```
+///
+/// The share key is an X25519 public key that keyhive would use for group
+/// key agreement. We do no key agreement: the key is derived from the
+/// signer's own signature over a fixed label (so the same identity always
+/// sends the same card) and its secret is never kept.
 pub fn contact_card<S: Identity + ?Sized>(signer: &S) -> Result<ContactCardJson, KeyhiveError> {
     let issuer = signer.peer_id();
     let sign_err = |_| KeyhiveError::Signature {

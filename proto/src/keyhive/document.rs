@@ -1,51 +1,3 @@
-//! Keyhive documents, as much as a sync client needs: a document key from
-//! a seed, and the document's root delegation, the one event that makes a
-//! keyhive server create the document.
-//!
-//! The document id is the public key of the document's root signing key,
-//! and Subduction's keyhive policy takes a tree id as a document id: so
-//! tree id = document id = [`DocumentKey::tree_id`]. The same seed gives
-//! the same key, the same tree and the same root delegation (Ed25519 is
-//! deterministic), so a client can reopen a document and register it again
-//! harmlessly: the server already holds an event with that hash.
-//!
-//! The root delegation is keyhive's `StaticEvent::Delegated(Signed<
-//! StaticDelegation<Vec<u8>>>)` (content references are byte vectors in
-//! `subduction_keyhive`'s runtime keyhive, the one `subduction_cli` runs),
-//! in keyhive's binary form (fixed-width little-endian
-//! integers, 64-bit lengths; bincode 1's layout, written here by hand):
-//!
-//! ```text
-//!   Variant u32 LE = 3 (Delegated)
-//!   ┌ signed payload (StaticDelegation) ─────────────────────────────────┐
-//!   │ Can u32 LE (0 Relay, 1 Read, 2 Edit, 3 Admin)                      │
-//!   │ Proof: 00 (None: a root delegation has no proof)                   │
-//!   │ Delegate: Len u64 LE = 32 | Key32   (Public's key, or a named key)  │
-//!   │ AfterRevocations: Count u64 LE = 0                                 │
-//!   │ AfterContent: Count u64 LE = 1 |                                   │
-//!   │   DocumentId: Len u64 LE = 32 | Key32 | Heads: Count u64 LE = 1 |   │
-//!   │   Head: Len u64 LE = 32 | Head32 (the document id)                 │
-//!   └────────────────────────────────────────────────────────────────────┘
-//!   Issuer: Len u64 LE = 32 | Key32 (the document key)
-//!   Signature64 (Ed25519 by the document key over the signed payload)
-//!
-//!   event hash = BLAKE3(all of the above)
-//! ```
-//!
-//! `Public` is keyhive's well-known agent whose key is the public key of
-//! the all-zero secret key: every keyhive instance knows it. A document
-//! delegating Edit to `Public` lets **anyone** who can reach the server
-//! read, relay and push into the tree (keyhive checks Edit for a put and
-//! Relay for a fetch, and `Public` counts for every peer). Granting a named
-//! key instead limits pushes to commits that key signed and fetches to that
-//! key; the server must know that key (the registering connection's own key
-//! is made known by its contact card).
-//!
-//! Not implemented: everything else of keyhive. No groups, no further
-//! delegations or revocations, no prekey secrets and so no group key
-//! agreement (CGKA): documents are not encrypted, and the server stores and
-//! serves the commits as sent.
-
 use bijou_codec::Reader;
 use bijou_signing::ed25519_dalek::{Signature, SigningKey};
 use bijou_signing::{strict, Identity, PeerId};
@@ -144,6 +96,54 @@ pub fn check_tree_id(tree: SedimentreeId) -> Result<(), KeyhiveError> {
 
 /// A document's root signing key. Its public key is the document id and
 /// the tree id.
+///
+/// Keyhive documents, as much as a sync client needs: a document key from
+/// a seed, and the document's root delegation, the one event that makes a
+/// keyhive server create the document.
+///
+/// The document id is the public key of the document's root signing key,
+/// and Subduction's keyhive policy takes a tree id as a document id: so
+/// tree id = document id = [`DocumentKey::tree_id`]. The same seed gives
+/// the same key, the same tree and the same root delegation (Ed25519 is
+/// deterministic), so a client can reopen a document and register it again
+/// harmlessly: the server already holds an event with that hash.
+///
+/// The root delegation is keyhive's `StaticEvent::Delegated(Signed<
+/// StaticDelegation<Vec<u8>>>)` (content references are byte vectors in
+/// `subduction_keyhive`'s runtime keyhive, the one `subduction_cli` runs),
+/// in keyhive's binary form (fixed-width little-endian
+/// integers, 64-bit lengths; bincode 1's layout, written here by hand):
+///
+/// ```text
+///   Variant u32 LE = 3 (Delegated)
+///   ┌ signed payload (StaticDelegation) ─────────────────────────────────┐
+///   │ Can u32 LE (0 Relay, 1 Read, 2 Edit, 3 Admin)                      │
+///   │ Proof: 00 (None: a root delegation has no proof)                   │
+///   │ Delegate: Len u64 LE = 32 | Key32   (Public's key, or a named key)  │
+///   │ AfterRevocations: Count u64 LE = 0                                 │
+///   │ AfterContent: Count u64 LE = 1 |                                   │
+///   │   DocumentId: Len u64 LE = 32 | Key32 | Heads: Count u64 LE = 1 |   │
+///   │   Head: Len u64 LE = 32 | Head32 (the document id)                 │
+///   └────────────────────────────────────────────────────────────────────┘
+///   Issuer: Len u64 LE = 32 | Key32 (the document key)
+///   Signature64 (Ed25519 by the document key over the signed payload)
+///
+///   event hash = BLAKE3(all of the above)
+/// ```
+///
+/// `Public` is keyhive's well-known agent whose key is the public key of
+/// the all-zero secret key: every keyhive instance knows it. A document
+/// delegating Edit to `Public` lets **anyone** who can reach the server
+/// read, relay and push into the tree (keyhive checks Edit for a put and
+/// Relay for a fetch, and `Public` counts for every peer). Granting a named
+/// key instead limits pushes to commits that key signed and fetches to that
+/// key; the server must know that key (the registering connection's own key
+/// is made known by its contact card).
+///
+/// Not implemented: everything else of keyhive. No groups, no further
+/// delegations or revocations, no prekey secrets and so no group key
+/// agreement (CGKA): documents are not encrypted, and the server stores and
+/// serves the commits as sent.
 #[derive(Clone)]
 pub struct DocumentKey {
     key: SigningKey,
@@ -265,8 +265,7 @@ impl RootDelegation {
         SedimentreeId::new(*self.document.as_bytes())
     }
 
-    /// Reads a root delegation event (the layout in the [module
-    /// docs](self), exactly: no proof, no revocations, one content entry
+    /// Reads a root delegation event (the layout in [`DocumentKey`]'s docs, exactly: no proof, no revocations, one content entry
     /// for the document itself) and verifies it was signed by the document
     /// key (`verify_strict`).
     ///

@@ -1,30 +1,3 @@
-//! The `SUK\0` message: keyhive's signed envelope and the sender's contact
-//! card, in CBOR, behind Subduction's schema and size header
-//! (`subduction_keyhive` 0.12 `KeyhiveMessage` around `SignedMessage`).
-//!
-//! ```text
-//!   offset 0        4              8
-//!          "SUK\0" | TotalSize u32 BE (whole message, header included) |
-//!          CBOR map(2) {
-//!            "contactCard": text   JSON of keyhive's ContactCard, "" for none
-//!            "signed":      bytes  keyhive's signed envelope (see `signed`)
-//!          }
-//!
-//!   e.g.   53 55 4B 00  00 00 01 0B  A2  6B "contactCard"  60  66 "signed"  58 F8 <248 bytes>
-//! ```
-//!
-//! Decoding is strict: TotalSize must be the message's length, the map has
-//! exactly these two keys in this order, every CBOR item is in shortest
-//! form, nothing follows the map, and the signed envelope inside is read
-//! whole (its keyhive message too). Nothing is allocated beyond what the
-//! bytes hold: the envelope's byte strings are zero-copy slices of the
-//! message.
-//!
-//! The contact card is outside the signature (as in keyhive: a card
-//! carries its own signature, checked by the receiver's keyhive when it
-//! ingests the card). A sync client never reads the server's card, so it
-//! is kept as received, not interpreted.
-
 use alloc::borrow::ToOwned;
 use alloc::string::String;
 use bijou_codec::{count, Reader, Wire, WriteError, Writer};
@@ -69,7 +42,34 @@ impl ContactCardJson {
     }
 }
 
-/// One `SUK\0` message; see the [module docs](self).
+/// One `SUK\0` message (below).
+///
+/// The `SUK\0` message: keyhive's signed envelope and the sender's contact
+/// card, in CBOR, behind Subduction's schema and size header
+/// (`subduction_keyhive` 0.12 `KeyhiveMessage` around `SignedMessage`).
+///
+/// ```text
+///   offset 0        4              8
+///          "SUK\0" | TotalSize u32 BE (whole message, header included) |
+///          CBOR map(2) {
+///            "contactCard": text   JSON of keyhive's ContactCard, "" for none
+///            "signed":      bytes  keyhive's signed envelope (see `signed`)
+///          }
+///
+///   e.g.   53 55 4B 00  00 00 01 0B  A2  6B "contactCard"  60  66 "signed"  58 F8 <248 bytes>
+/// ```
+///
+/// Decoding is strict: TotalSize must be the message's length, the map has
+/// exactly these two keys in this order, every CBOR item is in shortest
+/// form, nothing follows the map, and the signed envelope inside is read
+/// whole (its keyhive message too). Nothing is allocated beyond what the
+/// bytes hold: the envelope's byte strings are zero-copy slices of the
+/// message.
+///
+/// The contact card is outside the signature (as in keyhive: a card
+/// carries its own signature, checked by the receiver's keyhive when it
+/// ingests the card). A sync client never reads the server's card, so it
+/// is kept as received, not interpreted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SukMessage {
     /// The sender's contact card, if it sent one.

@@ -1,12 +1,12 @@
-//! Errors of the keyhive layer: one enum, every variant with where it
-//! happened (absolute offset in the `SUK\0` message) and what was found
-//! against what was expected.
-
 use bijou_codec::ReadError;
 use bijou_signing::{PeerId, Schema, VerifyError};
 
 /// Why bytes are not a well-formed, authentic `SUK\0` message, or why a
 /// keyhive exchange could not go on.
+///
+/// Errors of the keyhive layer: one enum, every variant with where it
+/// happened (absolute offset in the `SUK\0` message) and what was found
+/// against what was expected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyhiveError {

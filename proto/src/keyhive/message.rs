@@ -1,29 +1,3 @@
-//! Keyhive's protocol messages (`subduction_keyhive` 0.12 `Message`), the
-//! payload its signed envelope carries, as the CBOR its encoder writes: an
-//! externally tagged enum, a one-entry map from the kind's name to a map
-//! of its fields, in declaration order.
-//!
-//! ```text
-//!   { "SyncRequest":        { "sender_id": P, "target_id": P, "found": [H..], "pending": [H..] } }
-//!   { "SyncResponse":       { "sender_id": P, "target_id": P, "requested": [H..], "found": [E..],
-//!                             "sync_responder_total": u, "sync_requester_total": u } }
-//!   { "SyncOps":            { "sender_id": P, "target_id": P, "ops": [E..],
-//!                             "sync_responder_total": u, "sync_requester_total": u } }
-//!   { "RequestContactCard": { "sender_id": P, "target_id": P } }
-//!   { "MissingContactCard": { "sender_id": P, "target_id": P } }
-//!   { "SyncCheck":          { "sender_id": P, "target_id": P, "sender_total": u,
-//!                             "sender_syncpoint": u, "sender_digest": bytes(32) } }
-//!   { "SyncConfirmation":   { "sender_id": P, "target_id": P, "confirmer_total": u } }
-//!
-//!   P = { "verifying_key": bytes(32), "suffix": null | text }   a keyhive peer id
-//!   H = bytes(32)      an event hash: BLAKE3 of the event's binary form
-//!   E = bytes          one event in keyhive's binary form (see `document`)
-//!   u = unsigned integer
-//! ```
-//!
-//! Decoding is strict: keys in this order and no others, definite lengths,
-//! and the shortest form throughout (checked by re-encoding).
-
 use alloc::borrow::ToOwned;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -67,8 +41,33 @@ impl From<PeerId> for KeyhivePeer {
     }
 }
 
-/// One keyhive protocol message. See the [module docs](self) for the
-/// layout and keyhive's `Message` for what each one means.
+/// One keyhive protocol message. See below for the layout and keyhive's `Message` for what each one means.
+///
+/// Keyhive's protocol messages (`subduction_keyhive` 0.12 `Message`), the
+/// payload its signed envelope carries, as the CBOR its encoder writes: an
+/// externally tagged enum, a one-entry map from the kind's name to a map
+/// of its fields, in declaration order.
+///
+/// ```text
+///   { "SyncRequest":        { "sender_id": P, "target_id": P, "found": [H..], "pending": [H..] } }
+///   { "SyncResponse":       { "sender_id": P, "target_id": P, "requested": [H..], "found": [E..],
+///                             "sync_responder_total": u, "sync_requester_total": u } }
+///   { "SyncOps":            { "sender_id": P, "target_id": P, "ops": [E..],
+///                             "sync_responder_total": u, "sync_requester_total": u } }
+///   { "RequestContactCard": { "sender_id": P, "target_id": P } }
+///   { "MissingContactCard": { "sender_id": P, "target_id": P } }
+///   { "SyncCheck":          { "sender_id": P, "target_id": P, "sender_total": u,
+///                             "sender_syncpoint": u, "sender_digest": bytes(32) } }
+///   { "SyncConfirmation":   { "sender_id": P, "target_id": P, "confirmer_total": u } }
+///
+///   P = { "verifying_key": bytes(32), "suffix": null | text }   a keyhive peer id
+///   H = bytes(32)      an event hash: BLAKE3 of the event's binary form
+///   E = bytes          one event in keyhive's binary form (see `document`)
+///   u = unsigned integer
+/// ```
+///
+/// Decoding is strict: keys in this order and no others, definite lengths,
+/// and the shortest form throughout (checked by re-encoding).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyhiveMessage {

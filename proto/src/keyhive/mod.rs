@@ -2,7 +2,7 @@
 //! (`subduction_cli server`, `--auth keyhive` by default) needs before it
 //! accepts pushes, and the one exchange a sync client needs: registering a
 //! document. Byte-compatible with `subduction_keyhive` 0.12 and
-//! `keyhive_core` 0.7, and stricter (see [`envelope`]).
+//! `keyhive_core` 0.7, and stricter (see [`SukMessage`]).
 //!
 //! ```text
 //!   "SUK\0" | TotalSize u32 BE | CBOR { "contactCard": text, "signed": bytes }   envelope.rs
@@ -36,26 +36,26 @@
 //! implemented: the rest of keyhive (groups, further delegations,
 //! revocations, prekey secrets and group key agreement, so no encrypted
 //! documents); the events a server sends back are kept as bytes, never
-//! interpreted. See [`document`] for what public Edit means.
+//! interpreted. See [`DocumentKey`] for what public Edit means.
 
 mod cbor;
-pub mod contact_card;
-pub mod document;
-pub mod envelope;
-pub mod error;
-pub mod message;
-pub mod registration;
-pub mod signed;
+mod contact_card;
+mod document;
+mod envelope;
+mod error;
+mod message;
+mod registration;
+mod signed;
 
 use bijou_signing::PeerId;
 
 pub use contact_card::contact_card;
 pub use document::{check_tree_id, public_id, Access, DocumentKey, Grantee, RootDelegation};
-pub use envelope::{ContactCardJson, SukMessage, KEYHIVE_SCHEMA};
+pub use envelope::{ContactCardJson, SukMessage, HEADER_LEN, KEYHIVE_SCHEMA, MAX_CONTACT_CARD};
 pub use error::KeyhiveError;
-pub use message::{EventHash, KeyhiveMessage, KeyhivePeer};
+pub use message::{EventHash, KeyhiveMessage, KeyhivePeer, MAX_SUFFIX, MIN_EVENT_LEN};
 pub use registration::{Outcome, Registration, Step};
-pub use signed::SignedKeyhive;
+pub use signed::{SignedKeyhive, ENVELOPE_OVERHEAD};
 
 /// A `SUK\0` message whose signature verified (`verify_strict`) under the
 /// key the handshake authenticated, and whose `sender_id` is that key.

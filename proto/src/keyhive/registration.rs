@@ -1,26 +1,3 @@
-//! Registering a document with a keyhive server: the exchange
-//! `subduction_keyhive` 0.12 runs between two peers, from the side that
-//! holds the document, sans-IO (messages in, messages out).
-//!
-//! ```text
-//!   client                                              server
-//!   RequestContactCard   + our contact card  ──────►   learns our key
-//!                        ◄──────  MissingContactCard + its contact card
-//!   SyncRequest { found: [hash of the root delegation] } ──────►
-//!                        ◄──────  SyncResponse { requested, found, totals }
-//!   ┌ requested names our hash:
-//!   │ SyncOps { ops: [root delegation], totals } ──────►   ingests it: the
-//!   │                                                     document exists
-//!   │                    ◄──────  SyncConfirmation          done: Registered
-//!   └ requested is empty (the server has the event already):
-//!     SyncConfirmation ──────►                              done: AlreadyKnown
-//! ```
-//!
-//! The server answers only what it is sent, so the exchange ends in one of
-//! these two ways or not at all (the caller bounds it with a timeout). A
-//! push before the end may be dropped by the server in silence: wait for
-//! [`Step::Done`].
-
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -75,8 +52,30 @@ impl State {
     }
 }
 
-/// One document's registration with one server; see the [module
-/// docs](self).
+/// One document's registration with one server (below).
+///
+/// Registering a document with a keyhive server: the exchange
+/// `subduction_keyhive` 0.12 runs between two peers, from the side that
+/// holds the document, sans-IO (messages in, messages out).
+///
+/// ```text
+///   client                                              server
+///   RequestContactCard   + our contact card  ──────►   learns our key
+///                        ◄──────  MissingContactCard + its contact card
+///   SyncRequest { found: [hash of the root delegation] } ──────►
+///                        ◄──────  SyncResponse { requested, found, totals }
+///   ┌ requested names our hash:
+///   │ SyncOps { ops: [root delegation], totals } ──────►   ingests it: the
+///   │                                                     document exists
+///   │                    ◄──────  SyncConfirmation          done: Registered
+///   └ requested is empty (the server has the event already):
+///     SyncConfirmation ──────►                              done: AlreadyKnown
+/// ```
+///
+/// The server answers only what it is sent, so the exchange ends in one of
+/// these two ways or not at all (the caller bounds it with a timeout). A
+/// push before the end may be dropped by the server in silence: wait for
+/// [`Step::Done`].
 #[derive(Debug, Clone)]
 pub struct Registration {
     local: KeyhivePeer,

@@ -1,20 +1,3 @@
-//! Keyhive's signed envelope (`keyhive_crypto` 0.2 `Signed<Vec<u8>>`), in
-//! keyhive's binary form: fixed-width little-endian integers, a 64-bit
-//! length before every variable-length field (bincode 1's layout, written
-//! here with our own reader and writer).
-//!
-//! ```text
-//!   PayloadLen u64 LE | Payload (PayloadLen bytes: a CBOR keyhive message)
-//!   KeyLen u64 LE (= 32) | Issuer (32, Ed25519 verifying key)
-//!   Signature (64, no length: a fixed-size tuple)
-//!
-//!   signed bytes = PayloadLen · Payload   (the payload's own binary form)
-//! ```
-//!
-//! Verification is `verify_strict` over the signed bytes, by the key the
-//! handshake authenticated, and the message's `sender_id` must be the
-//! issuer.
-
 use alloc::vec::Vec;
 use bijou_codec::{Reader, Writer};
 use bijou_signing::ed25519_dalek::Signature;
@@ -30,6 +13,23 @@ pub const ENVELOPE_OVERHEAD: usize = 8 + 8 + 32 + 64;
 
 /// A keyhive signed envelope around a keyhive message, decoded but not yet
 /// verified.
+///
+/// Keyhive's signed envelope (`keyhive_crypto` 0.2 `Signed<Vec<u8>>`), in
+/// keyhive's binary form: fixed-width little-endian integers, a 64-bit
+/// length before every variable-length field (bincode 1's layout, written
+/// here with our own reader and writer).
+///
+/// ```text
+///   PayloadLen u64 LE | Payload (PayloadLen bytes: a CBOR keyhive message)
+///   KeyLen u64 LE (= 32) | Issuer (32, Ed25519 verifying key)
+///   Signature (64, no length: a fixed-size tuple)
+///
+///   signed bytes = PayloadLen · Payload   (the payload's own binary form)
+/// ```
+///
+/// Verification is `verify_strict` over the signed bytes, by the key the
+/// handshake authenticated, and the message's `sender_id` must be the
+/// issuer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedKeyhive {
     /// The message, decoded from `payload`.

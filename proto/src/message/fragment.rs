@@ -1,35 +1,3 @@
-//! [`Fragment`]: a signed summary of a range of commits (schema `STF\0`).
-//!
-//! Wire form inside a [`Signed<Fragment>`](bijou_signing::Signed):
-//!
-//! ```text
-//!   0        4             36              68        100          132  133   135        135+b
-//!   +--------+-------------+---------------+---------+------------+----+-----+----------+----------+-------------+-----------+
-//!   | "STF\0"| IssuerVK 32 | SedimentreeId | Head 32 | BlobDigest | N  | M   | BlobSize | Boundary | Checkpoints | Signature |
-//!   |        |             | 32            |         | 32         | u8 | u16 | bijou64  | N x 32   | M x 12      | 64        |
-//!   +--------+-------------+---------------+---------+------------+----+-----+----------+----------+-------------+-----------+
-//!                          \______________________________ fields (this type) ___________________________/
-//! ```
-//!
-//! Boundary and checkpoints are strictly ascending; the constructor sorts
-//! and deduplicates, the decoder rejects anything else. A checkpoint is the
-//! first 12 bytes of a commit id.
-//!
-//! ```
-//! use bijou_frame::proto::message::{Checkpoint, CommitId, Fragment, SedimentreeId};
-//! use bijou_frame::signing::Blob;
-//!
-//! let fragment = Fragment::new(
-//!     SedimentreeId::new([1; 32]),
-//!     CommitId::new([2; 32]),
-//!     [CommitId::new([8; 32]), CommitId::new([4; 32])],
-//!     [Checkpoint::from(CommitId::new([6; 32]))],
-//!     Blob::from_static(b"bundle").meta(),
-//! );
-//! assert_eq!(fragment.boundary(), &[CommitId::new([4; 32]), CommitId::new([8; 32])]);
-//! assert_eq!(fragment.checkpoints()[0].as_bytes(), &[6; 12]);
-//! ```
-
 use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::BlobMeta;
@@ -78,7 +46,39 @@ impl From<CommitId> for Checkpoint {
     }
 }
 
-/// A fragment of a sedimentree; see the [module docs](self).
+/// A fragment of a sedimentree (below).
+///
+/// [`Fragment`]: a signed summary of a range of commits (schema `STF\0`).
+///
+/// Wire form inside a [`Signed<Fragment>`](bijou_signing::Signed):
+///
+/// ```text
+///   0        4             36              68        100          132  133   135        135+b
+///   +--------+-------------+---------------+---------+------------+----+-----+----------+----------+-------------+-----------+
+///   | "STF\0"| IssuerVK 32 | SedimentreeId | Head 32 | BlobDigest | N  | M   | BlobSize | Boundary | Checkpoints | Signature |
+///   |        |             | 32            |         | 32         | u8 | u16 | bijou64  | N x 32   | M x 12      | 64        |
+///   +--------+-------------+---------------+---------+------------+----+-----+----------+----------+-------------+-----------+
+///                          \______________________________ fields (this type) ___________________________/
+/// ```
+///
+/// Boundary and checkpoints are strictly ascending; the constructor sorts
+/// and deduplicates, the decoder rejects anything else. A checkpoint is the
+/// first 12 bytes of a commit id.
+///
+/// ```
+/// use bijou_frame::proto::message::{Checkpoint, CommitId, Fragment, SedimentreeId};
+/// use bijou_frame::signing::Blob;
+///
+/// let fragment = Fragment::new(
+///     SedimentreeId::new([1; 32]),
+///     CommitId::new([2; 32]),
+///     [CommitId::new([8; 32]), CommitId::new([4; 32])],
+///     [Checkpoint::from(CommitId::new([6; 32]))],
+///     Blob::from_static(b"bundle").meta(),
+/// );
+/// assert_eq!(fragment.boundary(), &[CommitId::new([4; 32]), CommitId::new([8; 32])]);
+/// assert_eq!(fragment.checkpoints()[0].as_bytes(), &[6; 12]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Fragment {
     sedimentree_id: SedimentreeId,

@@ -1,33 +1,3 @@
-//! Identifiers carried by messages: [`SedimentreeId`], [`CommitId`],
-//! [`Fingerprint`] and the [`FingerprintSeed`] that keys it, and the
-//! ephemeral [`Topic`].
-//!
-//! ```text
-//!   SedimentreeId  +------------------ 32 bytes ------------------+  (opaque)
-//!   CommitId       +------------------ 32 bytes ------------------+  (opaque)
-//!   Topic          +------------------ 32 bytes ------------------+  (opaque)
-//!   FingerprintSeed   | SeedKey0 u64 BE | SeedKey1 u64 BE |            (16 bytes)
-//!   Fingerprint       | SipHash-2-4(key0, key1; commit id) u64 BE |    (8 bytes)
-//! ```
-//!
-//! A fingerprint is SipHash-2-4 keyed by `(SeedKey0, SeedKey1)` over the 32
-//! bytes of a commit id, written big-endian. Fingerprints order
-//! numerically, which is the byte order of their wire form.
-//!
-//! ```
-//! use bijou_frame::proto::message::{CommitId, FingerprintSeed};
-//!
-//! let seed = FingerprintSeed::new(42, 99);
-//! let id = CommitId::new([7; 32]);
-//! let fp = seed.fingerprint(&id);
-//! assert_eq!(fp, seed.fingerprint(&id));
-//! assert_ne!(fp, FingerprintSeed::new(42, 100).fingerprint(&id));
-//!
-//! // Ids print and parse as 64 lower-case hex digits.
-//! assert_eq!(id.to_string(), "07".repeat(32));
-//! assert_eq!("07".repeat(32).parse::<CommitId>(), Ok(id));
-//! ```
-
 use core::hash::Hasher;
 
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};

@@ -1,46 +1,3 @@
-//! [`LooseCommit`]: a signed commit's metadata (schema `STC\0`).
-//!
-//! Wire form inside a [`Signed<LooseCommit>`](bijou_signing::Signed), which
-//! adds the schema, the issuer and the signature around the fields:
-//!
-//! ```text
-//!   0        4             36              68         100          132   133        133+b
-//!   +--------+-------------+---------------+----------+------------+-----+----------+-----------+-----------+
-//!   | "STC\0"| IssuerVK 32 | SedimentreeId | Head 32  | BlobDigest | N   | BlobSize | Parents   | Signature |
-//!   |        |             | 32            |          | 32         | u8  | bijou64  | N x 32    | 64        |
-//!   +--------+-------------+---------------+----------+------------+-----+----------+-----------+-----------+
-//!                          \_______________________ fields (this type) ____________/
-//! ```
-//!
-//! Parents are strictly ascending (sorted, no duplicates): the constructor
-//! sorts and deduplicates, the decoder rejects anything else, so each
-//! commit has exactly one encoding. More than 255 parents cannot be encoded
-//! (an error, never a truncated count).
-//!
-//! ```
-//! use bijou_frame::proto::message::{CommitId, LooseCommit, SedimentreeId};
-//! use bijou_frame::codec::Wire;
-//! use bijou_frame::signing::{Blob, Signed};
-//! use bijou_frame::signing::ed25519_dalek::SigningKey;
-//!
-//! let blob = Blob::from_static(b"change");
-//! let commit = LooseCommit::new(
-//!     SedimentreeId::new([1; 32]),
-//!     CommitId::new([2; 32]),
-//!     [CommitId::new([9; 32]), CommitId::new([3; 32]), CommitId::new([9; 32])],
-//!     blob.meta(),
-//! );
-//! assert_eq!(commit.parents(), &[CommitId::new([3; 32]), CommitId::new([9; 32])]);
-//!
-//! let key = SigningKey::from_bytes(&[5; 32]);
-//! let signed = Signed::seal(&key, &commit)?;
-//! assert_eq!(&signed.as_bytes()[..4], b"STC\0");
-//! let verified = Signed::<LooseCommit>::decode(signed.to_bytes())?.verify_strict()?;
-//! assert_eq!(verified.payload(), &commit);
-//! assert!(verified.verify_blob(blob).is_ok());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::BlobMeta;
@@ -54,7 +11,50 @@ use super::{
 };
 
 /// A commit: which document, which head, its parents, and the blob that
-/// holds the change; see the [module docs](self).
+/// holds the change (below).
+///
+/// [`LooseCommit`]: a signed commit's metadata (schema `STC\0`).
+///
+/// Wire form inside a [`Signed<LooseCommit>`](bijou_signing::Signed), which
+/// adds the schema, the issuer and the signature around the fields:
+///
+/// ```text
+///   0        4             36              68         100          132   133        133+b
+///   +--------+-------------+---------------+----------+------------+-----+----------+-----------+-----------+
+///   | "STC\0"| IssuerVK 32 | SedimentreeId | Head 32  | BlobDigest | N   | BlobSize | Parents   | Signature |
+///   |        |             | 32            |          | 32         | u8  | bijou64  | N x 32    | 64        |
+///   +--------+-------------+---------------+----------+------------+-----+----------+-----------+-----------+
+///                          \_______________________ fields (this type) ____________/
+/// ```
+///
+/// Parents are strictly ascending (sorted, no duplicates): the constructor
+/// sorts and deduplicates, the decoder rejects anything else, so each
+/// commit has exactly one encoding. More than 255 parents cannot be encoded
+/// (an error, never a truncated count).
+///
+/// ```
+/// use bijou_frame::proto::message::{CommitId, LooseCommit, SedimentreeId};
+/// use bijou_frame::codec::Wire;
+/// use bijou_frame::signing::{Blob, Signed};
+/// use bijou_frame::signing::ed25519_dalek::SigningKey;
+///
+/// let blob = Blob::from_static(b"change");
+/// let commit = LooseCommit::new(
+///     SedimentreeId::new([1; 32]),
+///     CommitId::new([2; 32]),
+///     [CommitId::new([9; 32]), CommitId::new([3; 32]), CommitId::new([9; 32])],
+///     blob.meta(),
+/// );
+/// assert_eq!(commit.parents(), &[CommitId::new([3; 32]), CommitId::new([9; 32])]);
+///
+/// let key = SigningKey::from_bytes(&[5; 32]);
+/// let signed = Signed::seal(&key, &commit)?;
+/// assert_eq!(&signed.as_bytes()[..4], b"STC\0");
+/// let verified = Signed::<LooseCommit>::decode(signed.to_bytes())?.verify_strict()?;
+/// assert_eq!(verified.payload(), &commit);
+/// assert!(verified.verify_blob(blob).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LooseCommit {
     sedimentree_id: SedimentreeId,

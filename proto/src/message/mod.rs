@@ -35,6 +35,38 @@
 //!     ids.rs               SedimentreeId, CommitId, Fingerprint, FingerprintSeed, Topic
 //!     fields.rs            shared field helpers    error.rs   MessageError, VerifyItemError
 //! ```
+//!
+//! # Ids
+//!
+//! Identifiers carried by messages: [`SedimentreeId`], [`CommitId`],
+//! [`Fingerprint`] and the [`FingerprintSeed`] that keys it, and the
+//! ephemeral [`Topic`].
+//!
+//! ```text
+//!   SedimentreeId  +------------------ 32 bytes ------------------+  (opaque)
+//!   CommitId       +------------------ 32 bytes ------------------+  (opaque)
+//!   Topic          +------------------ 32 bytes ------------------+  (opaque)
+//!   FingerprintSeed   | SeedKey0 u64 BE | SeedKey1 u64 BE |            (16 bytes)
+//!   Fingerprint       | SipHash-2-4(key0, key1; commit id) u64 BE |    (8 bytes)
+//! ```
+//!
+//! A fingerprint is SipHash-2-4 keyed by `(SeedKey0, SeedKey1)` over the 32
+//! bytes of a commit id, written big-endian. Fingerprints order
+//! numerically, which is the byte order of their wire form.
+//!
+//! ```
+//! use bijou_frame::proto::message::{CommitId, FingerprintSeed};
+//!
+//! let seed = FingerprintSeed::new(42, 99);
+//! let id = CommitId::new([7; 32]);
+//! let fp = seed.fingerprint(&id);
+//! assert_eq!(fp, seed.fingerprint(&id));
+//! assert_ne!(fp, FingerprintSeed::new(42, 100).fingerprint(&id));
+//!
+//! // Ids print and parse as 64 lower-case hex digits.
+//! assert_eq!(id.to_string(), "07".repeat(32));
+//! assert_eq!("07".repeat(32).parse::<CommitId>(), Ok(id));
+//! ```
 
 use alloc::boxed::Box;
 use bijou_codec::{Reader, Wire, WriteError, Writer};
@@ -43,34 +75,35 @@ use bytes::BufMut;
 
 use crate::keyhive::{SukMessage, KEYHIVE_SCHEMA};
 
-pub mod ephemeral;
-pub mod error;
+mod ephemeral;
+mod error;
 mod fields;
-pub mod fragment;
-pub mod handshake;
-pub mod ids;
-pub mod loose_commit;
-pub mod remote_heads;
-pub mod signed_item;
-pub mod sync;
-pub mod sync_diff;
+mod fragment;
+mod handshake;
+mod ids;
+mod loose_commit;
+mod remote_heads;
+mod signed_item;
+mod sync;
+mod sync_diff;
 
 pub use ephemeral::{
     EphemeralHeader, EphemeralMessage, EphemeralPayload, SignedEphemeral, Topics, EPHEMERAL_SCHEMA,
 };
 pub use error::{MessageError, VerifyItemError};
-pub use fragment::{Checkpoint, Fragment};
+pub use fragment::{Checkpoint, Fragment, CHECKPOINT_LEN};
 pub use handshake::{
-    discovery_id, Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
-    HANDSHAKE_SCHEMA,
+    discovery_id, kind, Audience, Challenge, HandshakeMessage, Rejection, RejectionReason,
+    Response, CHALLENGE_LEN, HANDSHAKE_SCHEMA, REJECTION_LEN, RESPONSE_LEN,
 };
 pub use ids::{CommitId, Fingerprint, FingerprintSeed, SedimentreeId, Topic};
 pub use loose_commit::LooseCommit;
 pub use remote_heads::RemoteHeads;
 pub use signed_item::SignedItem;
+pub use sync::tag;
 pub use sync::{
     BatchSyncRequest, BatchSyncResponse, BlobMessage, DataRequestRejected, HeadsUpdate,
-    RemoveSubscriptions, SyncMessage, SyncResult, VerifiedItem, SYNC_SCHEMA,
+    RemoveSubscriptions, SyncMessage, SyncResult, VerifiedItem, SYNC_HEADER_LEN, SYNC_SCHEMA,
 };
 pub use sync_diff::SyncDiff;
 

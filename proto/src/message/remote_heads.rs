@@ -1,31 +1,3 @@
-//! [`RemoteHeads`]: a peer's current heads for a document, with a counter
-//! that orders its updates.
-//!
-//! ```text
-//!   +-------------+-----------+----------------------------+
-//!   | Counter u64 | Count u32 | Heads: Count x CommitId 32 |
-//!   +-------------+-----------+----------------------------+
-//!      8 bytes      4 bytes      distinct, in the sender's order
-//! ```
-//!
-//! Heads are a set, but Subduction writes them in hash-set order, so a
-//! real server's `HeadsUpdate` with two heads comes in any order. Decoding
-//! accepts any order without duplicates and keeps the wire order, so the
-//! bytes still re-encode exactly; [`RemoteHeads::new`] sorts, so what we
-//! write is canonical. This is the one array we do not require sorted.
-//!
-//! ```
-//! use bijou_frame::codec::Wire;
-//! use bijou_frame::proto::message::{CommitId, RemoteHeads};
-//!
-//! let heads = RemoteHeads::new(7, [CommitId::new([2; 32]), CommitId::new([1; 32])]);
-//! let wire = heads.encode()?;
-//! assert_eq!(wire.len(), 8 + 4 + 64);
-//! assert_eq!(&wire[..12], &[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2]);
-//! assert_eq!(RemoteHeads::decode(wire), Ok(heads));
-//! # Ok::<(), bijou_frame::codec::WriteError>(())
-//! ```
-
 use alloc::vec::Vec;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bytes::BufMut;
@@ -35,7 +7,35 @@ use super::{
     CommitId,
 };
 
-/// A peer's heads for one document; see the [module docs](self).
+/// A peer's heads for one document (below).
+///
+/// [`RemoteHeads`]: a peer's current heads for a document, with a counter
+/// that orders its updates.
+///
+/// ```text
+///   +-------------+-----------+----------------------------+
+///   | Counter u64 | Count u32 | Heads: Count x CommitId 32 |
+///   +-------------+-----------+----------------------------+
+///      8 bytes      4 bytes      distinct, in the sender's order
+/// ```
+///
+/// Heads are a set, but Subduction writes them in hash-set order, so a
+/// real server's `HeadsUpdate` with two heads comes in any order. Decoding
+/// accepts any order without duplicates and keeps the wire order, so the
+/// bytes still re-encode exactly; [`RemoteHeads::new`] sorts, so what we
+/// write is canonical. This is the one array we do not require sorted.
+///
+/// ```
+/// use bijou_frame::codec::Wire;
+/// use bijou_frame::proto::message::{CommitId, RemoteHeads};
+///
+/// let heads = RemoteHeads::new(7, [CommitId::new([2; 32]), CommitId::new([1; 32])]);
+/// let wire = heads.encode()?;
+/// assert_eq!(wire.len(), 8 + 4 + 64);
+/// assert_eq!(&wire[..12], &[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2]);
+/// assert_eq!(RemoteHeads::decode(wire), Ok(heads));
+/// # Ok::<(), bijou_frame::codec::WriteError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct RemoteHeads {
     counter: u64,

@@ -1,18 +1,3 @@
-//! [`SignedItem`]: a signed commit or fragment with the blob it announces,
-//! as both travel in sync messages, and its verification, which binds the
-//! item to the document it was sent for.
-//!
-//! ```text
-//!   +-------------------------------+------------------+-------------+
-//!   | Signed<T> (schema .. sig)     | BlobLen bijou64  | Blob        |
-//!   +-------------------------------+------------------+-------------+
-//!     self-delimiting (T's fields)                       BlobLen bytes
-//! ```
-//!
-//! Both parts are zero-copy [`Bytes`](bytes::Bytes) slices of the received
-//! frame, and the signed payload is decoded once, as it is read. Error
-//! offsets are absolute in the frame.
-
 use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bijou_signing::{Blob, HasBlobMeta, Payload, Signed, Verified, VerifiedBlob};
 use bytes::BufMut;
@@ -22,7 +7,22 @@ use super::{
     MessageError, Scoped, SedimentreeId, VerifyItemError,
 };
 
-/// A signed payload and its blob; see the [module docs](self).
+/// A signed payload and its blob (below).
+///
+/// [`SignedItem`]: a signed commit or fragment with the blob it announces,
+/// as both travel in sync messages, and its verification, which binds the
+/// item to the document it was sent for.
+///
+/// ```text
+///   +-------------------------------+------------------+-------------+
+///   | Signed<T> (schema .. sig)     | BlobLen bijou64  | Blob        |
+///   +-------------------------------+------------------+-------------+
+///     self-delimiting (T's fields)                       BlobLen bytes
+/// ```
+///
+/// Both parts are zero-copy [`Bytes`](bytes::Bytes) slices of the received
+/// frame, and the signed payload is decoded once, as it is read. Error
+/// offsets are absolute in the frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedItem<T> {
     signed: Signed<T>,
@@ -113,7 +113,7 @@ impl<T: Payload + Scoped + HasBlobMeta> SignedItem<T> {
 
     /// The checks of [`SignedItem::verify_in`] after the signature: `verified`
     /// (this item's signed payload, verified, for example by
-    /// [`verify_batch`](bijou_signing::verify_batch)) belongs to `scope`, and
+    /// [`verify_batch`](bijou_signing::batch::verify_batch)) belongs to `scope`, and
     /// the blob matches its signed size and digest.
     ///
     /// # Errors

@@ -1,25 +1,3 @@
-//! [`SyncDiff`]: what a responder sends back for a batch sync request (the
-//! `Ok` result of a [`BatchSyncResponse`](super::BatchSyncResponse)).
-//!
-//! ```text
-//!   +-----------+-----------+-----------+-----------+
-//!   | C u16     | F u16     | RC u16    | RF u16    |   four counts
-//!   +-----------+-----------+-----------+-----------+
-//!   | C  x (Signed<LooseCommit> · BlobLen bijou64 · Blob)   |
-//!   | F  x (Signed<Fragment>    · BlobLen bijou64 · Blob)   |
-//!   | RC x Fingerprint 8 (requested commits, ascending)     |
-//!   | RF x Fingerprint 8 (requested fragments, ascending)   |
-//!   +-------------------------------------------------------+
-//! ```
-//!
-//! The signed items keep their order (each is one exact byte string), and
-//! each signed payload appears at most once: a diff is a set, and every copy
-//! would cost the receiver one more signature verification for one
-//! signature's worth of sender effort. The decoder rejects a repeat
-//! ([`MessageError::DuplicateItem`]) and [`SyncDiff::new`] drops repeats,
-//! so verifying a diff costs at most one `verify_strict` per distinct item.
-//! The fingerprint lists are sets too and travel strictly ascending.
-
 use alloc::collections::btree_map::Entry;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
@@ -38,7 +16,29 @@ const MIN_COMMIT_ITEM: usize = 4 + 32 + 32 * 3 + 1 + 1 + 64 + 1;
 const MIN_FRAGMENT_ITEM: usize = 4 + 32 + 32 * 3 + 1 + 2 + 1 + 64 + 1;
 
 /// Commits and fragments the requester lacks, and fingerprints of what the
-/// responder wants in return; see the [module docs](self).
+/// responder wants in return (below).
+///
+/// [`SyncDiff`]: what a responder sends back for a batch sync request (the
+/// `Ok` result of a [`BatchSyncResponse`](super::BatchSyncResponse)).
+///
+/// ```text
+///   +-----------+-----------+-----------+-----------+
+///   | C u16     | F u16     | RC u16    | RF u16    |   four counts
+///   +-----------+-----------+-----------+-----------+
+///   | C  x (Signed<LooseCommit> · BlobLen bijou64 · Blob)   |
+///   | F  x (Signed<Fragment>    · BlobLen bijou64 · Blob)   |
+///   | RC x Fingerprint 8 (requested commits, ascending)     |
+///   | RF x Fingerprint 8 (requested fragments, ascending)   |
+///   +-------------------------------------------------------+
+/// ```
+///
+/// The signed items keep their order (each is one exact byte string), and
+/// each signed payload appears at most once: a diff is a set, and every copy
+/// would cost the receiver one more signature verification for one
+/// signature's worth of sender effort. The decoder rejects a repeat
+/// ([`MessageError::DuplicateItem`]) and [`SyncDiff::new`] drops repeats,
+/// so verifying a diff costs at most one `verify_strict` per distinct item.
+/// The fingerprint lists are sets too and travel strictly ascending.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SyncDiff {
     commits: Vec<SignedItem<LooseCommit>>,

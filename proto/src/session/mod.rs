@@ -45,7 +45,7 @@
 //! 0.5 ms of one core with batch verification, at most about 3 ms when
 //! every item in the step is forged and the batch falls back to single
 //! checks), after paying for them from the [`VerifyBudget`]. Items are
-//! verified with [`verify_batch`](bijou_signing::verify_batch) per step;
+//! verified with [`verify_batch`](bijou_signing::batch::verify_batch) per step;
 //! a step whose batch fails is split until each bad item is isolated and
 //! named by index and reason, so the accept set is
 //! [`verify_strict`](bijou_signing::Signed::verify_strict)'s (see

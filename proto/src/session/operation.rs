@@ -96,7 +96,7 @@ pub enum Operation {
     /// ([`TreeAccess`]): what to tell a user whose pushes go unanswered.
     Probe(SedimentreeId),
     /// Registers a keyhive document with the peer (see
-    /// [`keyhive::registration`](crate::keyhive::registration)); push to
+    /// [`keyhive::Registration`](crate::keyhive::Registration)); push to
     /// it only once this is done.
     Register(RootDelegation),
     /// Subscribes to ephemeral topics (recorded at once, as

@@ -1,46 +1,3 @@
-//! [`EphemeralMessage`]: the `SUE\0` schema for non-persisted messages
-//! (presence, cursors, "someone is typing"), byte-compatible with
-//! `subduction_ephemeral` 0.10.
-//!
-//! ```text
-//!   0        4     5
-//!   +--------+-----+--------------------------------------------------------+
-//!   | "SUE\0"| Tag | payload                                                |
-//!   +--------+-----+--------------------------------------------------------+
-//!
-//!   Tag  Variant            Payload
-//!   00   Ephemeral          the whole message is a Signed<EphemeralPayload>:
-//!                           Issuer 32 · Topic 32 · Nonce u64 · Timestamp u64
-//!                           · PayloadLen bijou64 · Payload · Signature 64
-//!   01   Subscribe          Count u16 · Count x Topic 32
-//!   02   Unsubscribe        Count u16 · Count x Topic 32
-//!   03   SubscribeRejected  Count u16 · Count x Topic 32
-//! ```
-//!
-//! Decoding is strict where `subduction_ephemeral` is lax: nothing may
-//! follow the signature or the last topic, a topic list holds at least
-//! one topic and none twice, the issuer key is a canonical encoding, and
-//! an unknown tag is an error. So for every accepted `b`,
-//! `encode(decode(b)) == b`. Topic lists keep their wire order (see
-//! [`Topics`]).
-//!
-//! | Tag | File | Type |
-//! |---|---|---|
-//! | 00 | `payload.rs`, `signed_ephemeral.rs` | [`SignedEphemeral`] of an [`EphemeralPayload`] |
-//! | 01–03 | `topics.rs` | [`Topics`] |
-//!
-//! ```
-//! use bijou_frame::codec::Wire;
-//! use bijou_frame::proto::message::{EphemeralMessage, Message, Topic, Topics};
-//!
-//! let msg = EphemeralMessage::Subscribe(Topics::one(Topic::new([5; 32])));
-//! let wire = msg.encode()?;
-//! assert_eq!(&wire[..7], b"SUE\0\x01\x00\x01");
-//! assert_eq!(wire.len(), 7 + 32);
-//! assert_eq!(Message::decode(wire)?, Message::Ephemeral(msg));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use alloc::boxed::Box;
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::Schema;
@@ -48,9 +5,9 @@ use bytes::BufMut;
 
 use super::MessageError;
 
-pub mod payload;
-pub mod signed_ephemeral;
-pub mod topics;
+mod payload;
+mod signed_ephemeral;
+mod topics;
 
 pub use payload::{EphemeralHeader, EphemeralPayload};
 pub use signed_ephemeral::SignedEphemeral;
@@ -64,7 +21,50 @@ pub(crate) const TAG_SUBSCRIBE: u8 = 0x01;
 pub(crate) const TAG_UNSUBSCRIBE: u8 = 0x02;
 const TAG_SUBSCRIBE_REJECTED: u8 = 0x03;
 
-/// An ephemeral message; see the [module docs](self).
+/// An ephemeral message (below).
+///
+/// [`EphemeralMessage`]: the `SUE\0` schema for non-persisted messages
+/// (presence, cursors, "someone is typing"), byte-compatible with
+/// `subduction_ephemeral` 0.10.
+///
+/// ```text
+///   0        4     5
+///   +--------+-----+--------------------------------------------------------+
+///   | "SUE\0"| Tag | payload                                                |
+///   +--------+-----+--------------------------------------------------------+
+///
+///   Tag  Variant            Payload
+///   00   Ephemeral          the whole message is a Signed<EphemeralPayload>:
+///                           Issuer 32 · Topic 32 · Nonce u64 · Timestamp u64
+///                           · PayloadLen bijou64 · Payload · Signature 64
+///   01   Subscribe          Count u16 · Count x Topic 32
+///   02   Unsubscribe        Count u16 · Count x Topic 32
+///   03   SubscribeRejected  Count u16 · Count x Topic 32
+/// ```
+///
+/// Decoding is strict where `subduction_ephemeral` is lax: nothing may
+/// follow the signature or the last topic, a topic list holds at least
+/// one topic and none twice, the issuer key is a canonical encoding, and
+/// an unknown tag is an error. So for every accepted `b`,
+/// `encode(decode(b)) == b`. Topic lists keep their wire order (see
+/// [`Topics`]).
+///
+/// | Tag | File | Type |
+/// |---|---|---|
+/// | 00 | `payload.rs`, `signed_ephemeral.rs` | [`SignedEphemeral`] of an [`EphemeralPayload`] |
+/// | 01–03 | `topics.rs` | [`Topics`] |
+///
+/// ```
+/// use bijou_frame::codec::Wire;
+/// use bijou_frame::proto::message::{EphemeralMessage, Message, Topic, Topics};
+///
+/// let msg = EphemeralMessage::Subscribe(Topics::one(Topic::new([5; 32])));
+/// let wire = msg.encode()?;
+/// assert_eq!(&wire[..7], b"SUE\0\x01\x00\x01");
+/// assert_eq!(wire.len(), 7 + 32);
+/// assert_eq!(Message::decode(wire)?, Message::Ephemeral(msg));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EphemeralMessage {
     /// `00`: a signed payload for one topic (boxed: it is the large

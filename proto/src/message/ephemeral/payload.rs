@@ -1,36 +1,3 @@
-//! [`EphemeralPayload`]: what an ephemeral message signs (schema `SUE\0`,
-//! discriminant `00`), and [`EphemeralHeader`], its fixed fields read
-//! before verification.
-//!
-//! Wire form inside a [`Signed<EphemeralPayload>`](bijou_signing::Signed),
-//! which adds the schema, the discriminant, the issuer and the signature
-//! around the fields:
-//!
-//! ```text
-//!   0        4    5             37         69         77            85
-//!   +--------+----+-------------+----------+----------+-------------+------------+---------+-----------+
-//!   | "SUE\0"| 00 | Issuer 32   | Topic 32 | Nonce    | Timestamp   | PayloadLen | Payload | Signature |
-//!   |        |    |             |          | u64 BE   | u64 BE (s)  | bijou64    | Len     | 64        |
-//!   +--------+----+-------------+----------+----------+-------------+------------+---------+-----------+
-//!                               \__________________ fields (this type) ______________________/
-//! ```
-//!
-//! The payload is opaque to this layer and may be empty. Its size is not
-//! limited here (the frame bounds it); the session's
-//! [`EphemeralConfig::max_payload`](crate::ephemeral::EphemeralConfig)
-//! refuses large ones before verifying.
-//!
-//! ```
-//! use bijou_frame::proto::message::{EphemeralPayload, Topic};
-//! use bijou_frame::codec::Wire;
-//!
-//! let payload = EphemeralPayload::new(Topic::new([7; 32]), 42, 1_700_000_000, &b"cursor 3:14"[..]);
-//! let fields = payload.encode()?;
-//! assert_eq!(fields.len(), 32 + 8 + 8 + 1 + 11);
-//! assert_eq!(EphemeralPayload::decode(fields)?, payload);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::Payload;
 use bytes::{BufMut, Bytes};
@@ -43,7 +10,40 @@ use super::EPHEMERAL_SCHEMA;
 pub(crate) const SIGNED_HEADER_LEN: usize = 4 + 1 + 32;
 
 /// One non-persisted message: a topic, a nonce against replays, the time it
-/// was made and an opaque payload; see the [module docs](self).
+/// was made and an opaque payload (below).
+///
+/// [`EphemeralPayload`]: what an ephemeral message signs (schema `SUE\0`,
+/// discriminant `00`), and [`EphemeralHeader`], its fixed fields read
+/// before verification.
+///
+/// Wire form inside a [`Signed<EphemeralPayload>`](bijou_signing::Signed),
+/// which adds the schema, the discriminant, the issuer and the signature
+/// around the fields:
+///
+/// ```text
+///   0        4    5             37         69         77            85
+///   +--------+----+-------------+----------+----------+-------------+------------+---------+-----------+
+///   | "SUE\0"| 00 | Issuer 32   | Topic 32 | Nonce    | Timestamp   | PayloadLen | Payload | Signature |
+///   |        |    |             |          | u64 BE   | u64 BE (s)  | bijou64    | Len     | 64        |
+///   +--------+----+-------------+----------+----------+-------------+------------+---------+-----------+
+///                               \__________________ fields (this type) ______________________/
+/// ```
+///
+/// The payload is opaque to this layer and may be empty. Its size is not
+/// limited here (the frame bounds it); the session's
+/// [`EphemeralConfig::max_payload`](crate::ephemeral::EphemeralConfig)
+/// refuses large ones before verifying.
+///
+/// ```
+/// use bijou_frame::proto::message::{EphemeralPayload, Topic};
+/// use bijou_frame::codec::Wire;
+///
+/// let payload = EphemeralPayload::new(Topic::new([7; 32]), 42, 1_700_000_000, &b"cursor 3:14"[..]);
+/// let fields = payload.encode()?;
+/// assert_eq!(fields.len(), 32 + 8 + 8 + 1 + 11);
+/// assert_eq!(EphemeralPayload::decode(fields)?, payload);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EphemeralPayload {
     topic: Topic,

@@ -1,11 +1,3 @@
-//! [`SignedEphemeral`]: a received or sealed ephemeral message, its
-//! signature not yet checked, with its [`EphemeralHeader`] readable before
-//! verification for the cheap checks.
-//!
-//! The message is the whole `Signed<EphemeralPayload>`: schema `SUE\0`,
-//! discriminant `00`, issuer, fields, signature (see
-//! [`payload`](super::payload)). Nothing may follow the signature.
-
 use bijou_codec::{Reader, Wire, WriteError, Writer};
 use bijou_signing::{Identity, PeerId, SealError, Signed, Verified, VerifyError};
 use bytes::{BufMut, Bytes};
@@ -13,7 +5,7 @@ use bytes::{BufMut, Bytes};
 use super::super::MessageError;
 use super::payload::{EphemeralHeader, EphemeralPayload};
 
-/// A signed ephemeral message; see the [module docs](self).
+/// A signed ephemeral message (below).
 ///
 /// ```
 /// use bijou_frame::proto::message::{EphemeralPayload, SignedEphemeral, Topic};
@@ -28,6 +20,14 @@ use super::payload::{EphemeralHeader, EphemeralPayload};
 /// assert_eq!(verified.payload().payload().as_ref(), b"hi");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// [`SignedEphemeral`]: a received or sealed ephemeral message, its
+/// signature not yet checked, with its [`EphemeralHeader`] readable before
+/// verification for the cheap checks.
+///
+/// The message is the whole `Signed<EphemeralPayload>`: schema `SUE\0`,
+/// discriminant `00`, issuer, fields, signature (see
+/// [`EphemeralPayload`](super::EphemeralPayload)). Nothing may follow the signature.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedEphemeral {
     signed: Signed<EphemeralPayload>,

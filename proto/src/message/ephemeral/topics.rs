@@ -1,20 +1,3 @@
-//! [`Topics`]: the non-empty topic list of the control messages
-//! (Subscribe, Unsubscribe, SubscribeRejected).
-//!
-//! ```text
-//!   +-------------------+------------------------------+
-//!   | Count u16 BE (>=1)| Count x Topic 32 (distinct)  |
-//!   +-------------------+------------------------------+
-//! ```
-//!
-//! A count of 0 is refused ([`MessageError::EmptyList`]), and so is a topic
-//! listed twice ([`ReadError::Duplicate`](bijou_codec::ReadError)).
-//! Subduction sends topic lists in its callers' order, and re-subscribes
-//! new peers in hash-set order, so decoding accepts distinct topics in any
-//! order and keeps the wire order: accepted bytes still re-encode exactly.
-//! [`Topics::new`] sorts, so what we write is canonical. More than 65,535
-//! topics cannot be encoded (an error, never a truncated count).
-
 use alloc::vec;
 use alloc::vec::Vec;
 use bijou_codec::{Reader, Wire, WriteError, Writer};
@@ -25,7 +8,7 @@ use super::super::{
     MessageError, Topic,
 };
 
-/// A non-empty list of distinct topics; see the [module docs](self).
+/// A non-empty list of distinct topics (below).
 ///
 /// ```
 /// use bijou_frame::proto::message::{Topic, Topics};
@@ -33,6 +16,23 @@ use super::super::{
 /// assert_eq!(topics.as_slice(), &[Topic::new([1; 32]), Topic::new([2; 32])]);
 /// assert!(Topics::new([]).is_none());
 /// ```
+///
+/// [`Topics`]: the non-empty topic list of the control messages
+/// (Subscribe, Unsubscribe, SubscribeRejected).
+///
+/// ```text
+///   +-------------------+------------------------------+
+///   | Count u16 BE (>=1)| Count x Topic 32 (distinct)  |
+///   +-------------------+------------------------------+
+/// ```
+///
+/// A count of 0 is refused ([`MessageError::EmptyList`]), and so is a topic
+/// listed twice ([`ReadError::Duplicate`](bijou_codec::ReadError)).
+/// Subduction sends topic lists in its callers' order, and re-subscribes
+/// new peers in hash-set order, so decoding accepts distinct topics in any
+/// order and keeps the wire order: accepted bytes still re-encode exactly.
+/// [`Topics::new`] sorts, so what we write is canonical. More than 65,535
+/// topics cannot be encoded (an error, never a truncated count).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Topics(Vec<Topic>);
 

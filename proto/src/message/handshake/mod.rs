@@ -1,54 +1,3 @@
-//! [`HandshakeMessage`]: the `SUH\0` handshake, dispatched on the kind byte
-//! after the schema. No outer envelope: the signed bytes are the message.
-//! Each message has its own file: `challenge.rs`, `response.rs`,
-//! `rejection.rs`.
-//!
-//! ```text
-//!   Challenge (158 bytes, signed, discriminant 00)
-//!   +--------+----+-------------+-------------+-------------+-----------+----------+--------+
-//!   | "SUH\0"| 00 | IssuerVK 32 | AudienceTag | Audience 32 | Timestamp | Nonce 16 | Sig 64 |
-//!   |        |    |             | u8 (00|01)  |             | u64 secs  |          |        |
-//!   +--------+----+-------------+-------------+-------------+-----------+----------+--------+
-//!                               \______________ 57 challenge field bytes __________/
-//!
-//!   Response (141 bytes, signed, discriminant 01)
-//!   +--------+----+-------------+--------------------+-----------------+--------+
-//!   | "SUH\0"| 01 | IssuerVK 32 | ChallengeDigest 32 | ServerTime u64  | Sig 64 |
-//!   +--------+----+-------------+--------------------+-----------------+--------+
-//!
-//!   Rejection (14 bytes, unsigned)
-//!   +--------+----+-----------+----------------+
-//!   | "SUH\0"| 02 | Reason u8 | Timestamp u64  |
-//!   +--------+----+-----------+----------------+
-//!     Reason: 00 ClockDrift, 01 InvalidAudience, 02 ReplayedNonce, 03 InvalidSignature
-//!
-//!   ChallengeDigest = BLAKE3("SUH\0" || the 57 challenge field bytes)
-//! ```
-//!
-//! ```
-//! use bijou_frame::codec::Wire;
-//! use bijou_frame::proto::message::{Audience, Challenge, HandshakeMessage, Response};
-//! use bijou_frame::signing::{Identity, Signed};
-//! use bijou_frame::signing::ed25519_dalek::SigningKey;
-//!
-//! let client = SigningKey::from_bytes(&[1; 32]);
-//! let server = SigningKey::from_bytes(&[2; 32]);
-//! let challenge = Challenge::new(Audience::Known(server.peer_id()), 1_700_000_000, [7; 16]);
-//! let hello = HandshakeMessage::Challenge(Signed::seal(&client, &challenge)?);
-//! let wire = hello.encode()?;
-//! assert_eq!(wire.len(), 158);
-//!
-//! let HandshakeMessage::Challenge(received) = HandshakeMessage::decode(wire)? else {
-//!     unreachable!()
-//! };
-//! let received = received.verify_strict()?;
-//! let response = Response::for_challenge(received.payload(), 1_700_000_001)?;
-//! assert_eq!(response.challenge_digest(), received.digest());
-//! let reply = HandshakeMessage::Response(Signed::seal(&server, &response)?).encode()?;
-//! assert_eq!(reply.len(), 141);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use bijou_codec::{ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::{Schema, Signed};
 use bytes::BufMut;
@@ -82,7 +31,58 @@ pub mod kind {
     pub const REJECTION: u8 = 0x02;
 }
 
-/// A handshake message; see the [module docs](self).
+/// A handshake message (below).
+///
+/// [`HandshakeMessage`]: the `SUH\0` handshake, dispatched on the kind byte
+/// after the schema. No outer envelope: the signed bytes are the message.
+/// Each message has its own file: `challenge.rs`, `response.rs`,
+/// `rejection.rs`.
+///
+/// ```text
+///   Challenge (158 bytes, signed, discriminant 00)
+///   +--------+----+-------------+-------------+-------------+-----------+----------+--------+
+///   | "SUH\0"| 00 | IssuerVK 32 | AudienceTag | Audience 32 | Timestamp | Nonce 16 | Sig 64 |
+///   |        |    |             | u8 (00|01)  |             | u64 secs  |          |        |
+///   +--------+----+-------------+-------------+-------------+-----------+----------+--------+
+///                               \______________ 57 challenge field bytes __________/
+///
+///   Response (141 bytes, signed, discriminant 01)
+///   +--------+----+-------------+--------------------+-----------------+--------+
+///   | "SUH\0"| 01 | IssuerVK 32 | ChallengeDigest 32 | ServerTime u64  | Sig 64 |
+///   +--------+----+-------------+--------------------+-----------------+--------+
+///
+///   Rejection (14 bytes, unsigned)
+///   +--------+----+-----------+----------------+
+///   | "SUH\0"| 02 | Reason u8 | Timestamp u64  |
+///   +--------+----+-----------+----------------+
+///     Reason: 00 ClockDrift, 01 InvalidAudience, 02 ReplayedNonce, 03 InvalidSignature
+///
+///   ChallengeDigest = BLAKE3("SUH\0" || the 57 challenge field bytes)
+/// ```
+///
+/// ```
+/// use bijou_frame::codec::Wire;
+/// use bijou_frame::proto::message::{Audience, Challenge, HandshakeMessage, Response};
+/// use bijou_frame::signing::{Identity, Signed};
+/// use bijou_frame::signing::ed25519_dalek::SigningKey;
+///
+/// let client = SigningKey::from_bytes(&[1; 32]);
+/// let server = SigningKey::from_bytes(&[2; 32]);
+/// let challenge = Challenge::new(Audience::Known(server.peer_id()), 1_700_000_000, [7; 16]);
+/// let hello = HandshakeMessage::Challenge(Signed::seal(&client, &challenge)?);
+/// let wire = hello.encode()?;
+/// assert_eq!(wire.len(), 158);
+///
+/// let HandshakeMessage::Challenge(received) = HandshakeMessage::decode(wire)? else {
+///     unreachable!()
+/// };
+/// let received = received.verify_strict()?;
+/// let response = Response::for_challenge(received.payload(), 1_700_000_001)?;
+/// assert_eq!(response.challenge_digest(), received.digest());
+/// let reply = HandshakeMessage::Response(Signed::seal(&server, &response)?).encode()?;
+/// assert_eq!(reply.len(), 141);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandshakeMessage {
     /// `SUH\0 00`: signed challenge.

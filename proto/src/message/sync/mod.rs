@@ -1,69 +1,3 @@
-//! [`SyncMessage`]: the `SUM\0` sync envelope and the tag dispatch over its
-//! seven live variants, each in its own file with its read and write side
-//! by side.
-//!
-//! ```text
-//!   0        4               8       9
-//!   +--------+---------------+-------+--------------------------------------+
-//!   | "SUM\0"| TotalSize u32 | Tag u8| payload                              |
-//!   +--------+---------------+-------+--------------------------------------+
-//!   \__________________ TotalSize bytes, exactly ___________________________/
-//!
-//!   Tag  Variant              Payload
-//!   00   LooseCommit          TreeId 32 · RemoteHeads · Signed<LooseCommit> · BlobLen bijou64 · Blob
-//!   01   Fragment             TreeId 32 · RemoteHeads · Signed<Fragment>    · BlobLen bijou64 · Blob
-//!   02   (retired)            rejected
-//!   03   (retired)            rejected
-//!   04   BatchSyncRequest     TreeId 32 · Requestor 32 · Nonce u64 · Subscribe u8 (00|01)
-//!                             · SeedKey0 u64 · SeedKey1 u64 · CFP u16 · FFP u16
-//!                             · CFP x Fingerprint 8 · FFP x Fingerprint 8
-//!   05   BatchSyncResponse    Requestor 32 · Nonce u64 · TreeId 32 · Result u8
-//!                             (00 Ok · SyncDiff | 01 NotFound | 02 Unauthorized) · RemoteHeads
-//!   06   RemoveSubscriptions  Count u16 · Count x TreeId 32
-//!   07   DataRequestRejected  TreeId 32
-//!   08   HeadsUpdate          TreeId 32 · RemoteHeads
-//!
-//!   RemoteHeads = Counter u64 · Count u32 · Count x CommitId 32
-//! ```
-//!
-//! Decoding is strict: `TotalSize` must equal the message's length exactly
-//! (a message is always a whole frame), retired and unknown tags are
-//! errors, every array of ids or fingerprints must be strictly ascending,
-//! and the payload must end exactly where the message ends. So for every
-//! accepted `b`, `encode(decode(b)) == b`.
-//!
-//! | Tag | File | Type |
-//! |---|---|---|
-//! | 00, 01 | `blob_message.rs` | [`BlobMessage<LooseCommit>`], [`BlobMessage<Fragment>`] |
-//! | 04 | `batch_sync_request.rs` | [`BatchSyncRequest`] |
-//! | 05 | `batch_sync_response.rs` | [`BatchSyncResponse`], [`SyncResult`] |
-//! | 06 | `remove_subscriptions.rs` | [`RemoveSubscriptions`] |
-//! | 07 | `data_request_rejected.rs` | [`DataRequestRejected`] |
-//! | 08 | `heads_update.rs` | [`HeadsUpdate`] |
-//!
-//! A new variant is one file (its type, implementing [`Wire`]) and one line
-//! in the `sync_messages!` list below, which generates the enum, the tag
-//! and the dispatch both ways.
-//!
-//! ```
-//! use bijou_frame::codec::Wire;
-//! use bijou_frame::proto::message::{CommitId, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage};
-//! use bytes::Bytes;
-//!
-//! let msg = SyncMessage::HeadsUpdate(HeadsUpdate {
-//!     id: SedimentreeId::new([1; 32]),
-//!     heads: RemoteHeads::new(3, [CommitId::new([2; 32])]),
-//! });
-//! let wire = msg.encode()?;
-//! assert_eq!(&wire[..9], b"SUM\0\x00\x00\x00\x55\x08"); // 85 bytes, tag 08
-//! assert_eq!(SyncMessage::decode(wire.clone())?, msg);
-//!
-//! let mut longer = wire.to_vec();
-//! longer.push(0); // TotalSize no longer matches
-//! assert!(SyncMessage::decode(Bytes::from(longer)).is_err());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
 use alloc::vec::Vec;
 use bijou_codec::{count, ReadError, Reader, Wire, WriteError, Writer};
 use bijou_signing::{Schema, Verified, VerifiedBlob};
@@ -119,7 +53,73 @@ pub mod tag {
 /// length, write and read to the variant's own [`Wire`] impl.
 macro_rules! sync_messages {
     ($($(#[$doc:meta])* $tag:path => $variant:ident($ty:ty),)*) => {
-        /// A sync message; see the [module docs](self) for the layouts.
+        /// A sync message (below).
+        ///
+        /// [`SyncMessage`]: the `SUM\0` sync envelope and the tag dispatch over its
+        /// seven live variants, each in its own file with its read and write side
+        /// by side.
+        ///
+        /// ```text
+        ///   0        4               8       9
+        ///   +--------+---------------+-------+--------------------------------------+
+        ///   | "SUM\0"| TotalSize u32 | Tag u8| payload                              |
+        ///   +--------+---------------+-------+--------------------------------------+
+        ///   \__________________ TotalSize bytes, exactly ___________________________/
+        ///
+        ///   Tag  Variant              Payload
+        ///   00   LooseCommit          TreeId 32 · RemoteHeads · Signed<LooseCommit> · BlobLen bijou64 · Blob
+        ///   01   Fragment             TreeId 32 · RemoteHeads · Signed<Fragment>    · BlobLen bijou64 · Blob
+        ///   02   (retired)            rejected
+        ///   03   (retired)            rejected
+        ///   04   BatchSyncRequest     TreeId 32 · Requestor 32 · Nonce u64 · Subscribe u8 (00|01)
+        ///                             · SeedKey0 u64 · SeedKey1 u64 · CFP u16 · FFP u16
+        ///                             · CFP x Fingerprint 8 · FFP x Fingerprint 8
+        ///   05   BatchSyncResponse    Requestor 32 · Nonce u64 · TreeId 32 · Result u8
+        ///                             (00 Ok · SyncDiff | 01 NotFound | 02 Unauthorized) · RemoteHeads
+        ///   06   RemoveSubscriptions  Count u16 · Count x TreeId 32
+        ///   07   DataRequestRejected  TreeId 32
+        ///   08   HeadsUpdate          TreeId 32 · RemoteHeads
+        ///
+        ///   RemoteHeads = Counter u64 · Count u32 · Count x CommitId 32
+        /// ```
+        ///
+        /// Decoding is strict: `TotalSize` must equal the message's length exactly
+        /// (a message is always a whole frame), retired and unknown tags are
+        /// errors, every array of ids or fingerprints must be strictly ascending,
+        /// and the payload must end exactly where the message ends. So for every
+        /// accepted `b`, `encode(decode(b)) == b`.
+        ///
+        /// | Tag | File | Type |
+        /// |---|---|---|
+        /// | 00, 01 | `blob_message.rs` | [`BlobMessage<LooseCommit>`], [`BlobMessage<Fragment>`] |
+        /// | 04 | `batch_sync_request.rs` | [`BatchSyncRequest`] |
+        /// | 05 | `batch_sync_response.rs` | [`BatchSyncResponse`], [`SyncResult`] |
+        /// | 06 | `remove_subscriptions.rs` | [`RemoveSubscriptions`] |
+        /// | 07 | `data_request_rejected.rs` | [`DataRequestRejected`] |
+        /// | 08 | `heads_update.rs` | [`HeadsUpdate`] |
+        ///
+        /// A new variant is one file (its type, implementing [`Wire`]) and one line
+        /// in the `sync_messages!` list below, which generates the enum, the tag
+        /// and the dispatch both ways.
+        ///
+        /// ```
+        /// use bijou_frame::codec::Wire;
+        /// use bijou_frame::proto::message::{CommitId, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage};
+        /// use bytes::Bytes;
+        ///
+        /// let msg = SyncMessage::HeadsUpdate(HeadsUpdate {
+        ///     id: SedimentreeId::new([1; 32]),
+        ///     heads: RemoteHeads::new(3, [CommitId::new([2; 32])]),
+        /// });
+        /// let wire = msg.encode()?;
+        /// assert_eq!(&wire[..9], b"SUM\0\x00\x00\x00\x55\x08"); // 85 bytes, tag 08
+        /// assert_eq!(SyncMessage::decode(wire.clone())?, msg);
+        ///
+        /// let mut longer = wire.to_vec();
+        /// longer.push(0); // TotalSize no longer matches
+        /// assert!(SyncMessage::decode(Bytes::from(longer)).is_err());
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         #[derive(Debug, Clone, PartialEq, Eq)]
         #[non_exhaustive]
         pub enum SyncMessage {
@@ -316,7 +316,7 @@ impl SyncMessage {
     /// Verifies the signed items at `range` (wire order, as
     /// [`SyncMessage::verify_item`]) together: the signatures of a
     /// `BatchSyncResponse`'s items with one
-    /// [`verify_batch`](bijou_signing::verify_batch) per kind, which falls
+    /// [`verify_batch`](bijou_signing::batch::verify_batch) per kind, which falls
     /// back to single strict checks only to isolate the bad items, so each
     /// failure is still named with its reason. Then each item's scope and
     /// blob, as [`SyncMessage::verify_item`]. One result per index of
@@ -493,7 +493,7 @@ where
     T: bijou_signing::Payload + Scoped + bijou_signing::HasBlobMeta,
 {
     let signed: Vec<_> = items.iter().map(SignedItem::signed).collect();
-    let verified = bijou_signing::verify_batch_refs(&signed);
+    let verified = bijou_signing::batch::verify_batch_refs(&signed);
     items
         .iter()
         .zip(verified)
