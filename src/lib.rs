@@ -51,3 +51,9 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../SUBDUCTION.md")]
 pub struct SubductionDoctests;
+
+/// The examples of PROTOCOL.md (the session's driver loop, moved from the
+/// README), doc tests as they were there.
+#[cfg(doctest)]
+#[doc = include_str!("../PROTOCOL.md")]
+pub struct ProtocolDoctests;
