@@ -67,7 +67,7 @@ enum DecodeState {
 /// # Ok::<(), bijou_frame::framing::FrameError>(())
 /// ```
 ///
-/// [`FrameCodec`]: length-prefixed frames over tokio-util.
+/// Length-prefixed frames over tokio-util.
 ///
 /// A stream is a sequence of frames, each a [length prefix](crate::prefix)
 /// followed by exactly that many payload bytes. Nothing else is on the wire:

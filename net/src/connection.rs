@@ -28,7 +28,7 @@ use crate::SendError;
 /// How long one poll of a connection verifies before it yields.
 pub const YIELD_AFTER: Duration = Duration::from_micros(500);
 
-/// [`Connection`]: an authenticated peer connection: bijou-proto's sans-IO
+/// An authenticated peer connection: bijou-proto's sans-IO
 /// [`Session`] plus a [`Transport`] (a framed byte stream, a WebSocket).
 ///
 /// ```text

@@ -7,7 +7,7 @@ use crate::{Blob, BlobMeta, BlobMismatch, Digest, Payload, DIGEST_LEN};
 /// "This blob, of this size, with this BLAKE3 digest": the signed fields
 /// of a standalone blob signature (below).
 ///
-/// [`BlobStatement`]: a signed, content-addressed statement about one blob
+/// A signed, content-addressed statement about one blob
 /// (a file, say) that stands on its own, with no tree or commit around it.
 /// It is the type behind `bijou blob sign` / `bijou blob verify`.
 ///

@@ -4,7 +4,7 @@ use crate::PeerId;
 
 /// A source of Ed25519 signatures under one verifying key.
 ///
-/// [`Identity`]: whatever can produce Ed25519 signatures for one key, and
+/// Whatever can produce Ed25519 signatures for one key, and
 /// so can speak as one peer.
 ///
 /// Implemented for [`ed25519_dalek::SigningKey`]; a hardware or remote

@@ -19,7 +19,7 @@ use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// [`PeerId`]: a peer is named by its 32-byte Ed25519 verifying key.
+/// A peer is named by its 32-byte Ed25519 verifying key.
 ///
 /// ```text
 ///   +---------------------------- 32 bytes ----------------------------+

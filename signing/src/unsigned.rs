@@ -8,7 +8,7 @@ use bijou_codec::WriteError;
 /// A payload encoded behind its schema and issuer, its signature still to
 /// come (below).
 ///
-/// [`Unsigned`]: a payload sealed but for its signature, for a signer that
+/// A payload sealed but for its signature, for a signer that
 /// answers later.
 ///
 /// [`Signed::seal`] asks an [`Identity`](crate::Identity) and gets the

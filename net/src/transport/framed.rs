@@ -17,9 +17,7 @@ use crate::SendError;
 /// Size of the stack buffer an idle connection reads into.
 const SCRATCH: usize = 4096;
 
-/// A [`Transport`] over a byte stream `T`, framed by prefix `P` (below).
-///
-/// [`FramedTransport`]: messages behind a length prefix over any
+/// Messages behind a length prefix over any
 /// `AsyncRead + AsyncWrite`, holding no buffer while idle.
 ///
 /// ```text

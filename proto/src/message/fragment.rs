@@ -46,9 +46,7 @@ impl From<CommitId> for Checkpoint {
     }
 }
 
-/// A fragment of a sedimentree (below).
-///
-/// [`Fragment`]: a signed summary of a range of commits (schema `STF\0`).
+/// A signed summary of a range of commits (schema `STF\0`).
 ///
 /// Wire form inside a [`Signed<Fragment>`](bijou_signing::Signed):
 ///

@@ -7,9 +7,7 @@ use super::{
     CommitId,
 };
 
-/// A peer's heads for one document (below).
-///
-/// [`RemoteHeads`]: a peer's current heads for a document, with a counter
+/// A peer's current heads for a document, with a counter
 /// that orders its updates.
 ///
 /// ```text

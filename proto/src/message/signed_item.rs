@@ -7,9 +7,7 @@ use super::{
     MessageError, Scoped, SedimentreeId, VerifyItemError,
 };
 
-/// A signed payload and its blob (below).
-///
-/// [`SignedItem`]: a signed commit or fragment with the blob it announces,
+/// A signed commit or fragment with the blob it announces,
 /// as both travel in sync messages, and its verification, which binds the
 /// item to the document it was sent for.
 ///

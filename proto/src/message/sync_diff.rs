@@ -18,7 +18,7 @@ const MIN_FRAGMENT_ITEM: usize = 4 + 32 + 32 * 3 + 1 + 2 + 1 + 64 + 1;
 /// Commits and fragments the requester lacks, and fingerprints of what the
 /// responder wants in return (below).
 ///
-/// [`SyncDiff`]: what a responder sends back for a batch sync request (the
+/// What a responder sends back for a batch sync request (the
 /// `Ok` result of a [`BatchSyncResponse`](super::BatchSyncResponse)).
 ///
 /// ```text

@@ -21,9 +21,7 @@ pub(crate) const TAG_SUBSCRIBE: u8 = 0x01;
 pub(crate) const TAG_UNSUBSCRIBE: u8 = 0x02;
 const TAG_SUBSCRIBE_REJECTED: u8 = 0x03;
 
-/// An ephemeral message (below).
-///
-/// [`EphemeralMessage`]: the `SUE\0` schema for non-persisted messages
+/// The `SUE\0` schema for non-persisted messages
 /// (presence, cursors, "someone is typing"), byte-compatible with
 /// `subduction_ephemeral` 0.10.
 ///

@@ -12,7 +12,7 @@ pub(crate) const SIGNED_HEADER_LEN: usize = 4 + 1 + 32;
 /// One non-persisted message: a topic, a nonce against replays, the time it
 /// was made and an opaque payload (below).
 ///
-/// [`EphemeralPayload`]: what an ephemeral message signs (schema `SUE\0`,
+/// What an ephemeral message signs (schema `SUE\0`,
 /// discriminant `00`), and [`EphemeralHeader`], its fixed fields read
 /// before verification.
 ///

@@ -21,7 +21,7 @@ use super::payload::{EphemeralHeader, EphemeralPayload};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// [`SignedEphemeral`]: a received or sealed ephemeral message, its
+/// A received or sealed ephemeral message, its
 /// signature not yet checked, with its [`EphemeralHeader`] readable before
 /// verification for the cheap checks.
 ///

@@ -17,7 +17,7 @@ use super::super::{
 /// assert!(Topics::new([]).is_none());
 /// ```
 ///
-/// [`Topics`]: the non-empty topic list of the control messages
+/// The non-empty topic list of the control messages
 /// (Subscribe, Unsubscribe, SubscribeRejected).
 ///
 /// ```text

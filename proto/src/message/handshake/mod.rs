@@ -31,9 +31,7 @@ pub mod kind {
     pub const REJECTION: u8 = 0x02;
 }
 
-/// A handshake message (below).
-///
-/// [`HandshakeMessage`]: the `SUH\0` handshake, dispatched on the kind byte
+/// The `SUH\0` handshake, dispatched on the kind byte
 /// after the schema. No outer envelope: the signed bytes are the message.
 /// Each message has its own file: `challenge.rs`, `response.rs`,
 /// `rejection.rs`.

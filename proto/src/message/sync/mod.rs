@@ -53,9 +53,7 @@ pub mod tag {
 /// length, write and read to the variant's own [`Wire`] impl.
 macro_rules! sync_messages {
     ($($(#[$doc:meta])* $tag:path => $variant:ident($ty:ty),)*) => {
-        /// A sync message (below).
-        ///
-        /// [`SyncMessage`]: the `SUM\0` sync envelope and the tag dispatch over its
+        /// The `SUM\0` sync envelope and the tag dispatch over its
         /// seven live variants, each in its own file with its read and write side
         /// by side.
         ///
