@@ -4,8 +4,6 @@ use crate::bijou64::{self, DecodeError};
 
 /// Reads bijou64 values from any [`Buf`], including non-contiguous ones.
 ///
-/// bijou64 on [`bytes::Buf`] and [`bytes::BufMut`].
-///
 /// ```
 /// use bijou_frame::codec::{BufExt, BufMutExt};
 /// use bytes::{Buf, BytesMut};

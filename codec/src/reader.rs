@@ -81,14 +81,12 @@ pub enum ReadError {
     },
 }
 
-/// A zero-copy cursor over a frame (below).
+/// A zero-copy cursor over a frame.
 ///
 /// It borrows the frame's [`Bytes`] handle, so a field can come out either
 /// borrowed ([`Reader::bytes`]) or as a zero-copy, reference-counted slice
 /// of the frame ([`Reader::shared`]), without the caller passing the frame
 /// alongside.
-///
-/// A zero-copy cursor for decoding fixed-layout messages field by field.
 ///
 /// ```text
 ///   buf: | already read | remaining ........................ |

@@ -10,8 +10,6 @@ pub const DECODE_HEAP_PER_BYTE: usize = 4;
 /// allocator's rounding); see [`Wire`'s memory section](Wire#memory).
 pub const DECODE_HEAP_CONSTANT: usize = 4096;
 
-/// A type with exactly one wire form (below).
-///
 /// The [`Wire`] trait: one type, one wire form, read from a [`Reader`] and
 /// written into any [`BufMut`].
 ///
@@ -40,23 +38,6 @@ pub const DECODE_HEAP_CONSTANT: usize = 4096;
 /// [`Wire::decode`] adds the rule every canonical decoder needs: the value
 /// must use its input exactly. With strict `read_from` implementations,
 /// `encode(decode(b)) == b` for every accepted `b`.
-///
-/// # Memory
-///
-/// Every decoder of bijou-frame that a peer or a file can reach (`SUM\0`,
-/// `SUH\0`, `SUE\0`, `SUK\0` with every keyhive message, `Signed<T>`,
-/// signature files) uses at most [`DECODE_HEAP_PER_BYTE`] bytes of heap
-/// per input byte plus [`DECODE_HEAP_CONSTANT`], while decoding and held
-/// by its result (which mostly borrows the input: blobs, signed bytes and
-/// events are slices of it). Lists are sized by what the remaining bytes
-/// can hold *in memory*: an element's shortest wire form sets the most
-/// elements the input can carry, and an element too short to be valid
-/// (an empty keyhive event) is refused rather than stored. Measured on
-/// inputs built to hold the most elements of each kind in
-/// `proto/tests/decode_memory.rs`: the worst is a batch response of
-/// 30,000 fragments with no boundary, no checkpoint and an empty blob,
-/// whose decoding peaks at 2.0x its bytes (the diff's items and the
-/// duplicate check's table) and whose result holds 1.55x.
 ///
 /// The names avoid tokio-util's codec vocabulary (`Decoder`, `Encoder`):
 /// a [`Wire`] type describes bytes, a tokio-util codec moves them.
@@ -88,6 +69,23 @@ pub const DECODE_HEAP_CONSTANT: usize = 4096;
 /// assert!(Blob::decode(Bytes::from_static(&[0x02, b'h', b'i', 0x00])).is_err()); // trailing
 /// # Ok::<(), WriteError>(())
 /// ```
+///
+/// # Memory
+///
+/// Every decoder of bijou-frame that a peer or a file can reach (`SUM\0`,
+/// `SUH\0`, `SUE\0`, `SUK\0` with every keyhive message, `Signed<T>`,
+/// signature files) uses at most [`DECODE_HEAP_PER_BYTE`] bytes of heap
+/// per input byte plus [`DECODE_HEAP_CONSTANT`], while decoding and held
+/// by its result (which mostly borrows the input: blobs, signed bytes and
+/// events are slices of it). Lists are sized by what the remaining bytes
+/// can hold *in memory*: an element's shortest wire form sets the most
+/// elements the input can carry, and an element too short to be valid
+/// (an empty keyhive event) is refused rather than stored. Measured on
+/// inputs built to hold the most elements of each kind in
+/// `proto/tests/decode_memory.rs`: the worst is a batch response of
+/// 30,000 fragments with no boundary, no checkpoint and an empty blob,
+/// whose decoding peaks at 2.0x its bytes (the diff's items and the
+/// duplicate check's table) and whose result holds 1.55x.
 pub trait Wire: Sized {
     /// What [`Wire::read_from`] fails with: the codec's [`ReadError`] or a
     /// richer error that wraps it.

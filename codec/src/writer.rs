@@ -27,8 +27,6 @@ pub enum WriteError {
     },
 }
 
-/// Writes fields into a [`BufMut`], or only counts them (below).
-///
 /// The encoding twin of [`Reader`](crate::Reader): writes fields into any
 /// [`bytes::BufMut`], big-endian, and never truncates.
 ///
@@ -83,17 +81,23 @@ pub struct Writer<'a, B: ?Sized> {
     /// checks counts (how [`Wire::wire_len`](crate::Wire::wire_len) is
     /// computed by default).
     out: Option<&'a mut B>,
-    /// Counting: the bytes counted so far. Writing: `out`'s
-    /// `remaining_mut()` when the writer was made, so that [`Writer::len`]
-    /// needs no bookkeeping on each write (a batch response's items are
-    /// written field by field, and the adds were a fifth of the work).
-    len: usize,
+    /// Counting: the bytes counted so far.
+    counted: usize,
+    /// Writing: `out`'s `remaining_mut()` when the writer was made, so that
+    /// [`Writer::len`] needs no bookkeeping on each write (a batch
+    /// response's items are written field by field, and the adds were a
+    /// fifth of the work).
+    start_remaining: usize,
 }
 
 impl Writer<'static, bytes::BytesMut> {
     /// A writer that writes nothing and counts what would be written.
     pub(crate) fn counting() -> Self {
-        Self { out: None, len: 0 }
+        Self {
+            out: None,
+            counted: 0,
+            start_remaining: 0,
+        }
     }
 }
 
@@ -124,19 +128,21 @@ impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     /// after checking the buffer can take the whole value.
     pub(crate) fn new(out: &'a mut B) -> Self {
         Self {
-            len: out.remaining_mut(),
+            counted: 0,
+            start_remaining: out.remaining_mut(),
             out: Some(out),
         }
     }
 
-    /// Bytes written (or counted) so far.
+    /// Bytes written (or counted) so far. While writing, this is how much
+    /// the buffer's `remaining_mut()` dropped since the writer was made:
+    /// exact for `BytesMut`, `Vec<u8>`, `&mut [u8]` and bytes' other
+    /// buffers, whose room shrinks by one for each byte put.
     #[must_use]
     pub fn len(&self) -> usize {
         match &self.out {
-            // `BufMut`'s contract: each byte put takes one from
-            // `remaining_mut`.
-            Some(out) => self.len.saturating_sub(out.remaining_mut()),
-            None => self.len,
+            Some(out) => self.start_remaining.saturating_sub(out.remaining_mut()),
+            None => self.counted,
         }
     }
 
@@ -151,7 +157,7 @@ impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     pub fn bytes(&mut self, bytes: &[u8]) {
         match &mut self.out {
             Some(out) => out.put_slice(bytes),
-            None => self.len = self.len.saturating_add(bytes.len()),
+            None => self.counted = self.counted.saturating_add(bytes.len()),
         }
     }
 
@@ -160,7 +166,7 @@ impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     pub fn u8(&mut self, value: u8) {
         match &mut self.out {
             Some(out) => out.put_u8(value),
-            None => self.len = self.len.saturating_add(1),
+            None => self.counted = self.counted.saturating_add(1),
         }
     }
 
@@ -198,7 +204,7 @@ impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     fn bijou64_multi_byte(&mut self, value: u64) {
         match &mut self.out {
             Some(out) => bijou64::encode(value, *out),
-            None => self.len = self.len.saturating_add(bijou64::encoded_len(value)),
+            None => self.counted = self.counted.saturating_add(bijou64::encoded_len(value)),
         }
     }
 

@@ -67,8 +67,6 @@ enum DecodeState {
 /// # Ok::<(), bijou_frame::framing::FrameError>(())
 /// ```
 ///
-/// Length-prefixed frames over tokio-util.
-///
 /// A stream is a sequence of frames, each a [length prefix](crate::prefix)
 /// followed by exactly that many payload bytes. Nothing else is on the wire:
 /// no header, no padding, no terminator.

@@ -1,5 +1,6 @@
-//! Keyhive on a [`Connection`]: the sans-IO keyhive layer re-exported,
-//! and sending a `SUK\0` message as it is.
+//! Keyhive on a [`Connection`]: sending a `SUK\0` message as it is (the
+//! keyhive types and the registration state machine are bijou-proto's
+//! `keyhive` module).
 //!
 //! Registering a document and probing a tree are session operations
 //! ([`Operation::Register`](bijou_proto::session::Operation::Register),

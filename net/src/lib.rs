@@ -12,7 +12,8 @@
 //!        │  Sink<Bytes> + Stream<Bytes>
 //!        ▼
 //!   transport::FramedTransport  (bijou64 / LEB128 / u32-BE prefix over AsyncRead + AsyncWrite)
-//!   transport::WebSocketTransport (feature `websocket`)   transport::LengthChecked (anything else)
+//!   transport::websocket::WebSocketTransport (feature `websocket`)
+//!   transport::iroh::IrohTransport (feature `iroh`)   transport::LengthChecked (anything else)
 //! ```
 //!
 //! - [`transport`]: the [`Transport`](transport::Transport) trait (bytes only) and its

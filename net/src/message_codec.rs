@@ -10,8 +10,8 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::transport::WriteInPlace;
 
-/// [`MessageCodec`]: [`FrameCodec`] plus typed decoding and encoding of
-/// [`Message`]s (sync or handshake), dispatched on the 4-byte schema. This
+/// A [`FrameCodec`] plus typed decoding and encoding of [`Message`]s
+/// (sync, handshake, ephemeral, keyhive), dispatched on the 4-byte schema. This
 /// is the one typed path: [`Connection`](crate::Connection) and the
 /// [`handshake`](crate::handshake) are built on it.
 ///

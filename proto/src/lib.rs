@@ -14,7 +14,8 @@
 //!        │  bytes, Now, seeds                          ▲ Received, poll_transmit, deadlines
 //!        ▼                                             │
 //!   bijou-proto (sans-IO)     message      SUM/SUH/SUE/SUK: one Message type (decode strict, encode exact)
-//!                             handshake    Initiator, Responder (+ NonceCache, the replay cache)
+//!                             handshake    Initiator, Responder
+//!                             nonce_cache  NonceCache: the responder's replay cache
 //!                             session      Session: the connection after the handshake, with
 //!                                          VerifyBudget pacing and EphemeralSession
 //!                             time         Now, Timestamp, Clock / TimeProvider: one time source

@@ -4,8 +4,6 @@ use bytes::Bytes;
 
 use crate::{BlobMismatch, Digest};
 
-/// Content-addressed bytes (below).
-///
 /// Content-addressed blobs: [`Blob`], its [`BlobMeta`], and
 /// [`VerifiedBlob`], the witness that a received blob matches the metadata
 /// it was announced with.

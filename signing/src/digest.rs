@@ -6,8 +6,6 @@ use bytes::BufMut;
 /// Length of a BLAKE3 digest in bytes.
 pub const DIGEST_LEN: usize = 32;
 
-/// A BLAKE3 digest of a `T` (below).
-///
 /// ```
 /// use bijou_frame::signing::{Blob, Digest};
 ///
@@ -19,7 +17,7 @@ pub const DIGEST_LEN: usize = 32;
 /// # Ok::<(), bijou_frame::signing::hex::ParseHexError>(())
 /// ```
 ///
-/// [`Digest<T>`]: a 32-byte BLAKE3 digest tagged with what it is a digest
+/// A 32-byte BLAKE3 digest tagged with what it is a digest
 /// of.
 ///
 /// ```text

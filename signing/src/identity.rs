@@ -4,9 +4,6 @@ use crate::PeerId;
 
 /// A source of Ed25519 signatures under one verifying key.
 ///
-/// Whatever can produce Ed25519 signatures for one key, and
-/// so can speak as one peer.
-///
 /// Implemented for [`ed25519_dalek::SigningKey`]; a hardware or remote
 /// signer implements the same two methods. Signing is fallible so such a
 /// signer can report failure instead of panicking. Neither the trait nor its

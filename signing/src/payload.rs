@@ -13,9 +13,6 @@ pub const SIGNATURE_LEN: usize = ed25519_dalek::SIGNATURE_LENGTH;
 
 /// A type that can be signed; see below for the rules.
 ///
-/// The [`Payload`] contract: what a type must provide to be signed, and
-/// [`Schema`], the 4-byte header that names a wire type.
-///
 /// A payload type is a [`Wire`] type (its wire form is its *fields*) with a
 /// 4-byte schema and an optional discriminant byte (for types sharing a
 /// schema, such as the handshake's Challenge and Response):

@@ -19,8 +19,6 @@ use ed25519_dalek::{SignatureError, VerifyingKey, PUBLIC_KEY_LENGTH};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// A peer is named by its 32-byte Ed25519 verifying key.
-///
 /// ```text
 ///   +---------------------------- 32 bytes ----------------------------+
 ///   | compressed Edwards-y point of the verifying key, as sent         |

@@ -10,8 +10,6 @@ use crate::{
     VerifyError,
 };
 
-/// A signed `T` in wire form (below).
-///
 /// ```
 /// use bijou_frame::codec::{Reader, ReadError, Wire, WriteError, Writer};
 /// use bijou_frame::signing::{Payload, Signed};
@@ -50,7 +48,7 @@ use crate::{
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// [`Signed<T>`]: a signed payload in wire form, decoded once, not yet
+/// A signed payload in wire form, decoded once, not yet
 /// verified.
 ///
 /// ```text

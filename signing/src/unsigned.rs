@@ -8,9 +8,6 @@ use bijou_codec::WriteError;
 /// A payload encoded behind its schema and issuer, its signature still to
 /// come (below).
 ///
-/// A payload sealed but for its signature, for a signer that
-/// answers later.
-///
 /// [`Signed::seal`] asks an [`Identity`](crate::Identity) and gets the
 /// signature back at once. A key that never leaves its keeper (a remote
 /// signer, a hardware key, a non-extractable WebCrypto key) answers later,

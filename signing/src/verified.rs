@@ -6,9 +6,7 @@ use ed25519_dalek::VerifyingKey;
 use crate::Blob;
 use crate::{blob::HasBlobMeta, BlobMismatch, Digest, Payload, PeerId, Signed, VerifiedBlob};
 
-/// A payload whose signature verified (below).
-///
-/// [`Verified<T>`]: the witness that a [`Signed<T>`]'s signature holds.
+/// The witness that a [`Signed<T>`]'s signature holds.
 ///
 /// ```text
 ///   Signed<T> --verify_strict / verify_batch--> Verified<T>

@@ -31,10 +31,6 @@ fn json_array(out: &mut String, bytes: &[u8]) {
 /// # Ok::<(), bijou_proto::keyhive::KeyhiveError>(())
 /// ```
 ///
-/// # Errors
-///
-/// [`KeyhiveError::Signature`] if the signer fails.
-///
 /// Our contact card: keyhive's `ContactCard` (`keyhive_core` 0.7), which
 /// introduces an individual by a signed prekey operation, in the JSON a
 /// `SUK\0` envelope carries it as.
@@ -50,6 +46,10 @@ fn json_array(out: &mut String, bytes: &[u8]) {
 /// key agreement. We do no key agreement: the key is derived from the
 /// signer's own signature over a fixed label (so the same identity always
 /// sends the same card) and its secret is never kept.
+///
+/// # Errors
+///
+/// [`KeyhiveError::Signature`] if the signer fails.
 pub fn contact_card<S: Identity + ?Sized>(signer: &S) -> Result<ContactCardJson, KeyhiveError> {
     let issuer = signer.peer_id();
     let sign_err = |_| KeyhiveError::Signature {

@@ -42,8 +42,6 @@ impl ContactCardJson {
     }
 }
 
-/// One `SUK\0` message (below).
-///
 /// The `SUK\0` message: keyhive's signed envelope and the sender's contact
 /// card, in CBOR, behind Subduction's schema and size header
 /// (`subduction_keyhive` 0.12 `KeyhiveMessage` around `SignedMessage`).
@@ -53,7 +51,7 @@ impl ContactCardJson {
 ///          "SUK\0" | TotalSize u32 BE (whole message, header included) |
 ///          CBOR map(2) {
 ///            "contactCard": text   JSON of keyhive's ContactCard, "" for none
-///            "signed":      bytes  keyhive's signed envelope (see `signed`)
+///            "signed":      bytes  keyhive's signed envelope (see `SignedKeyhive`)
 ///          }
 ///
 ///   e.g.   53 55 4B 00  00 00 01 0B  A2  6B "contactCard"  60  66 "signed"  58 F8 <248 bytes>

@@ -62,7 +62,7 @@ impl From<PeerId> for KeyhivePeer {
 ///
 ///   P = { "verifying_key": bytes(32), "suffix": null | text }   a keyhive peer id
 ///   H = bytes(32)      an event hash: BLAKE3 of the event's binary form
-///   E = bytes          one event in keyhive's binary form (see `document`)
+///   E = bytes          one event in keyhive's binary form (see `RootDelegation`)
 ///   u = unsigned integer
 /// ```
 ///

@@ -52,8 +52,6 @@ impl State {
     }
 }
 
-/// One document's registration with one server (below).
-///
 /// Registering a document with a keyhive server: the exchange
 /// `subduction_keyhive` 0.12 runs between two peers, from the side that
 /// holds the document, sans-IO (messages in, messages out).

@@ -4,10 +4,9 @@ use bijou_signing::{BlobMismatch, DecodeError, Schema, VerifyError};
 use super::SedimentreeId;
 use crate::keyhive::KeyhiveError;
 
-/// Why a frame does not hold a well-formed message.
-///
-/// Errors of the message layer. Field-level problems are the codec's
-/// [`ReadError`] (field, absolute offset, need/have), wrapped unchanged.
+/// Why a frame does not hold a well-formed message. Field-level problems
+/// are the codec's [`ReadError`] (field, absolute offset, need/have),
+/// wrapped unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MessageError {

@@ -85,7 +85,7 @@ pub(crate) fn write_blob<B: BufMut + ?Sized>(w: &mut Writer<'_, B>, blob: &[u8])
 pub(crate) fn blob_field_len(len: usize) -> usize {
     // A short blob's length is one byte: no tier search (a batch
     // response's length pass is this, once per item).
-    if len < 248 {
+    if (len as u64) < bijou_codec::bijou64::OFFSETS[1] {
         return len + 1;
     }
     let prefix = bijou_codec::bijou64::encoded_len(u64::try_from(len).unwrap_or(u64::MAX));

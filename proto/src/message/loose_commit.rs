@@ -13,8 +13,6 @@ use super::{
 /// A commit: which document, which head, its parents, and the blob that
 /// holds the change (below).
 ///
-/// A signed commit's metadata (schema `STC\0`).
-///
 /// Wire form inside a [`Signed<LooseCommit>`](bijou_signing::Signed), which
 /// adds the schema, the issuer and the signature around the fields:
 ///

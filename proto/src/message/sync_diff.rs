@@ -18,9 +18,6 @@ const MIN_FRAGMENT_ITEM: usize = 4 + 32 + 32 * 3 + 1 + 2 + 1 + 64 + 1;
 /// Commits and fragments the requester lacks, and fingerprints of what the
 /// responder wants in return (below).
 ///
-/// What a responder sends back for a batch sync request (the
-/// `Ok` result of a [`BatchSyncResponse`](super::BatchSyncResponse)).
-///
 /// ```text
 ///   +-----------+-----------+-----------+-----------+
 ///   | C u16     | F u16     | RC u16    | RF u16    |   four counts

@@ -21,7 +21,7 @@ pub(crate) const TAG_SUBSCRIBE: u8 = 0x01;
 pub(crate) const TAG_UNSUBSCRIBE: u8 = 0x02;
 const TAG_SUBSCRIBE_REJECTED: u8 = 0x03;
 
-/// The `SUE\0` schema for non-persisted messages
+/// A `SUE\0` message: the schema for non-persisted messages
 /// (presence, cursors, "someone is typing"), byte-compatible with
 /// `subduction_ephemeral` 0.10.
 ///
@@ -47,10 +47,10 @@ const TAG_SUBSCRIBE_REJECTED: u8 = 0x03;
 /// `encode(decode(b)) == b`. Topic lists keep their wire order (see
 /// [`Topics`]).
 ///
-/// | Tag | File | Type |
-/// |---|---|---|
-/// | 00 | `payload.rs`, `signed_ephemeral.rs` | [`SignedEphemeral`] of an [`EphemeralPayload`] |
-/// | 01–03 | `topics.rs` | [`Topics`] |
+/// | Tag | Type |
+/// |---|---|
+/// | 00 | [`SignedEphemeral`] of an [`EphemeralPayload`] |
+/// | 01–03 | [`Topics`] |
 ///
 /// ```
 /// use bijou_frame::codec::Wire;

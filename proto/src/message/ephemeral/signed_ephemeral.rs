@@ -5,8 +5,6 @@ use bytes::{BufMut, Bytes};
 use super::super::MessageError;
 use super::payload::{EphemeralHeader, EphemeralPayload};
 
-/// A signed ephemeral message (below).
-///
 /// ```
 /// use bijou_frame::proto::message::{EphemeralPayload, SignedEphemeral, Topic};
 /// use bijou_frame::codec::Wire;

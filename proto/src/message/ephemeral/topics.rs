@@ -8,8 +8,6 @@ use super::super::{
     MessageError, Topic,
 };
 
-/// A non-empty list of distinct topics (below).
-///
 /// ```
 /// use bijou_frame::proto::message::{Topic, Topics};
 /// let topics = Topics::new([Topic::new([2; 32]), Topic::new([1; 32]), Topic::new([2; 32])]).unwrap();

@@ -31,10 +31,8 @@ pub mod kind {
     pub const REJECTION: u8 = 0x02;
 }
 
-/// The `SUH\0` handshake, dispatched on the kind byte
-/// after the schema. No outer envelope: the signed bytes are the message.
-/// Each message has its own file: `challenge.rs`, `response.rs`,
-/// `rejection.rs`.
+/// A `SUH\0` handshake message, dispatched on the kind byte after the
+/// schema. No outer envelope: the signed bytes are the message.
 ///
 /// ```text
 ///   Challenge (158 bytes, signed, discriminant 00)

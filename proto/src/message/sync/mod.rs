@@ -53,9 +53,8 @@ pub mod tag {
 /// length, write and read to the variant's own [`Wire`] impl.
 macro_rules! sync_messages {
     ($($(#[$doc:meta])* $tag:path => $variant:ident($ty:ty),)*) => {
-        /// The `SUM\0` sync envelope and the tag dispatch over its
-        /// seven live variants, each in its own file with its read and write side
-        /// by side.
+        /// A `SUM\0` sync message: the envelope and the tag dispatch over its
+        /// seven live variants.
         ///
         /// ```text
         ///   0        4               8       9
@@ -87,18 +86,14 @@ macro_rules! sync_messages {
         /// and the payload must end exactly where the message ends. So for every
         /// accepted `b`, `encode(decode(b)) == b`.
         ///
-        /// | Tag | File | Type |
-        /// |---|---|---|
-        /// | 00, 01 | `blob_message.rs` | [`BlobMessage<LooseCommit>`], [`BlobMessage<Fragment>`] |
-        /// | 04 | `batch_sync_request.rs` | [`BatchSyncRequest`] |
-        /// | 05 | `batch_sync_response.rs` | [`BatchSyncResponse`], [`SyncResult`] |
-        /// | 06 | `remove_subscriptions.rs` | [`RemoveSubscriptions`] |
-        /// | 07 | `data_request_rejected.rs` | [`DataRequestRejected`] |
-        /// | 08 | `heads_update.rs` | [`HeadsUpdate`] |
-        ///
-        /// A new variant is one file (its type, implementing [`Wire`]) and one line
-        /// in the `sync_messages!` list below, which generates the enum, the tag
-        /// and the dispatch both ways.
+        /// | Tag | Type |
+        /// |---|---|
+        /// | 00, 01 | [`BlobMessage<LooseCommit>`], [`BlobMessage<Fragment>`] |
+        /// | 04 | [`BatchSyncRequest`] |
+        /// | 05 | [`BatchSyncResponse`], [`SyncResult`] |
+        /// | 06 | [`RemoveSubscriptions`] |
+        /// | 07 | [`DataRequestRejected`] |
+        /// | 08 | [`HeadsUpdate`] |
         ///
         /// ```
         /// use bijou_frame::codec::Wire;
@@ -173,6 +168,8 @@ macro_rules! sync_messages {
     };
 }
 
+// A new variant is one file (its type, implementing `Wire`) and one line
+// here; the macro generates the enum, the tag and the dispatch both ways.
 sync_messages! {
     /// Tag 00: one signed commit and its blob.
     tag::LOOSE_COMMIT => LooseCommit(BlobMessage<LooseCommit>),
