@@ -191,17 +191,6 @@ impl<'a, B: BufMut + ?Sized> Writer<'a, B> {
     /// A bijou64 value.
     #[inline]
     pub fn bijou64(&mut self, value: u64) {
-        // One byte (a short blob's length, most counts) inline at the
-        // caller; the tier search stays out of line.
-        if value < bijou64::OFFSETS[1] {
-            self.u8(value as u8);
-        } else {
-            self.bijou64_multi_byte(value);
-        }
-    }
-
-    #[inline(never)]
-    fn bijou64_multi_byte(&mut self, value: u64) {
         match &mut self.out {
             Some(out) => bijou64::encode(value, *out),
             None => self.counted = self.counted.saturating_add(bijou64::encoded_len(value)),
