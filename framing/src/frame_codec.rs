@@ -2,26 +2,11 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::prefix::{Bijou64, LengthPrefix, PrefixError, MAX_PREFIX_LEN};
-use crate::{Builder, FrameError};
+use crate::recv_buffer::RecvBuffer;
+use crate::{to_u64, Builder, FrameError};
 
 /// Default maximum payload length: 50 MiB, Subduction's transport limit.
 pub const DEFAULT_MAX_FRAME_LENGTH: usize = 50 * 1024 * 1024;
-
-/// The spare capacity (64 KiB) the decoder keeps ahead of an incomplete
-/// payload, and the constant term of its memory bound: with `r` bytes of a
-/// `len`-byte payload received, a buffer the decoder grows has a capacity of
-/// `min(len, 2r + RESERVE_STEP)`, and it grows only once fewer than
-/// `min(len - r, RESERVE_STEP)` bytes are spare. A peer that sends only a
-/// prefix costs one `RESERVE_STEP`. See [`FrameCodec`'s memory section](FrameCodec#memory).
-pub const RESERVE_STEP: usize = 64 * 1024;
-
-/// Buffer capacity (1 MiB) from which the decoder releases the buffer's
-/// allocation once it is nearly drained. See [`FrameCodec`'s memory section](FrameCodec#memory).
-pub const RELEASE_THRESHOLD: usize = 1024 * 1024;
-
-/// At most this many unread bytes (8 KiB) are copied when the decoder
-/// releases a large buffer; it is also the fresh buffer's capacity.
-pub const RELEASE_COPY_LIMIT: usize = 8 * 1024;
 
 /// Where the decoder is in the current frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +112,7 @@ enum DecodeState {
 ///    shares, a copy of `r` bytes at most once per frame). This is how a
 ///    stream of large frames reuses one allocation, as tokio-util's
 ///    `LengthDelimitedCodec` does by reserving the announced length;
-/// 2. otherwise, does nothing while at least `min(m, `[`RESERVE_STEP`]`)`
+/// 2. otherwise, does nothing while at least `min(m, 64 KiB)`
 ///    bytes of spare capacity are left;
 /// 3. otherwise grows the buffer *geometrically toward the announced
 ///    length*, to a capacity of `min(len, 2r + 64 KiB)`: by reclaiming owned
@@ -156,8 +141,8 @@ enum DecodeState {
 ///
 /// After a large frame the buffer must not keep a large allocation alive. The
 /// decoder remembers the largest buffer capacity it has seen; once that is at
-/// least [`RELEASE_THRESHOLD`] (1 MiB) and at most [`RELEASE_COPY_LIMIT`]
-/// (8 KiB) of unread bytes remain, it moves them to a fresh 8 KiB buffer and
+/// least 1 MiB and at most
+/// 8 KiB of unread bytes remain, it moves them to a fresh 8 KiB buffer and
 /// drops its handle on the large allocation, which is then freed as soon as
 /// the frames cut from it are dropped. The copy costs at most 8 KiB per
 /// megabyte-sized allocation. This check runs before step 1 above, so a
@@ -172,8 +157,7 @@ enum DecodeState {
 pub struct FrameCodec<P = Bijou64> {
     max_frame_length: usize,
     state: DecodeState,
-    /// Largest buffer capacity seen since the last release.
-    peak_capacity: usize,
+    recv: RecvBuffer,
     prefix: P,
 }
 
@@ -223,7 +207,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
         Self {
             max_frame_length: clamp_to_prefix::<P>(max_frame_length),
             state: DecodeState::Head { want: 1 },
-            peak_capacity: 0,
+            recv: RecvBuffer::default(),
             prefix,
         }
     }
@@ -305,22 +289,6 @@ impl<P: LengthPrefix> FrameCodec<P> {
         Ok(Some((len, prefix_len)))
     }
 
-    /// After a decode step: releases a large, nearly drained buffer.
-    #[inline]
-    fn maybe_release(&mut self, src: &mut BytesMut) {
-        if self.peak_capacity >= RELEASE_THRESHOLD && src.len() <= RELEASE_COPY_LIMIT {
-            self.release(src);
-        }
-    }
-
-    #[cold]
-    fn release(&mut self, src: &mut BytesMut) {
-        let mut fresh = BytesMut::with_capacity(RELEASE_COPY_LIMIT.max(src.len()));
-        fresh.extend_from_slice(src);
-        *src = fresh;
-        self.peak_capacity = src.capacity();
-    }
-
     /// The fast path of [`Decoder::decode`]: in the head state, a complete
     /// and admissible prefix followed by its whole, non-empty payload.
     /// Returns the prefix and payload lengths; the state is then ready for
@@ -355,7 +323,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
             DecodeState::Head { want } => match self.decode_head(src, want)? {
                 Some(head) => head,
                 None => {
-                    self.maybe_release(src);
+                    self.recv.release_if_drained(src);
                     return Ok(None);
                 }
             },
@@ -366,8 +334,7 @@ impl<P: LengthPrefix> FrameCodec<P> {
             return Ok(Some((0, len)));
         }
         self.state = DecodeState::Data { len, prefix_len };
-        self.maybe_release(src);
-        reserve_payload(src, len);
+        self.recv.reserve_payload(src, len);
         Ok(None)
     }
 
@@ -413,9 +380,7 @@ impl<P: LengthPrefix> Decoder for FrameCodec<P> {
     /// malformed prefix. All are terminal.
     #[inline(always)]
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Bytes>, FrameError> {
-        if src.capacity() > self.peak_capacity {
-            self.peak_capacity = src.capacity();
-        }
+        self.recv.observe(src);
         // The next frame is `len` payload bytes behind `skip` prefix bytes
         // at the front of `src`.
         let (skip, len) = match self.whole_frame_at_head(src) {
@@ -436,7 +401,7 @@ impl<P: LengthPrefix> Decoder for FrameCodec<P> {
             frame.advance(skip);
             frame
         };
-        self.maybe_release(src);
+        self.recv.release_if_drained(src);
         Ok(Some(frame))
     }
 
@@ -529,37 +494,6 @@ impl<P: LengthPrefix> Encoder<Bytes> for FrameCodec<P> {
     }
 }
 
-/// Makes room for the rest of an incomplete `len`-byte payload, of which
-/// `src` holds the first `src.len()` bytes: steps 1 to 3 of [`FrameCodec`'s
-/// memory section](FrameCodec#memory).
-fn reserve_payload(src: &mut BytesMut, len: usize) {
-    let received = src.len();
-    let missing = len.saturating_sub(received);
-    // 1. Room for the whole payload that the buffer already owns costs no
-    //    allocation (at most a move of `received` bytes to its front).
-    if src.try_reclaim(missing) {
-        return;
-    }
-    // 2. At least a step (or the rest of the payload) is still spare.
-    if src.capacity().saturating_sub(received) >= missing.min(RESERVE_STEP) {
-        return;
-    }
-    // 3. Grow to `min(len, 2 * received + RESERVE_STEP)`: in place if the
-    //    buffer owns that much, else by reallocating to exactly that
-    //    capacity. `BytesMut::reserve` could round a reallocation up to twice
-    //    the old allocation, past the bound, so the buffer goes through a
-    //    `Vec` (`reserve_exact`) and back. Both conversions keep the
-    //    allocation of a buffer no frame shares; the reallocation itself may
-    //    then happen in place (or by remapping pages) rather than by a copy.
-    let more = missing.min(received.saturating_add(RESERVE_STEP));
-    if src.try_reclaim(more) {
-        return;
-    }
-    let mut vec = Vec::from(core::mem::take(src));
-    vec.reserve_exact(more);
-    *src = BytesMut::from(Bytes::from(vec));
-}
-
 /// Maps a prefix decoding failure (never `Incomplete`) to a frame error.
 fn prefix_error<P: LengthPrefix>(err: PrefixError) -> FrameError {
     match err {
@@ -577,15 +511,11 @@ fn clamp_to_prefix<P: LengthPrefix>(max: usize) -> usize {
     usize::try_from(P::MAX_VALUE).map_or(max, |limit| max.min(limit))
 }
 
-#[inline]
-fn to_u64(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prefix::{Leb128, U32Be};
+    use crate::recv_buffer::{RELEASE_COPY_LIMIT, RELEASE_THRESHOLD, RESERVE_STEP};
 
     #[test]
     fn partial_bijou64_prefix_waits_for_exactly_the_missing_bytes() {
@@ -727,7 +657,6 @@ mod tests {
         assert_eq!(frame.len(), len);
         assert_eq!(&src[..], &[0, 0]);
         assert_eq!(src.capacity(), RELEASE_COPY_LIMIT);
-        assert_eq!(codec.peak_capacity, RELEASE_COPY_LIMIT);
 
         let mut codec = FrameCodec::new();
         let mut src = BytesMut::with_capacity(4096);

@@ -61,9 +61,15 @@ mod builder;
 mod error;
 mod frame_codec;
 pub mod prefix;
+mod recv_buffer;
+pub mod websocket;
 
 pub use builder::Builder;
 pub use error::FrameError;
-pub use frame_codec::{
-    FrameCodec, DEFAULT_MAX_FRAME_LENGTH, RELEASE_COPY_LIMIT, RELEASE_THRESHOLD, RESERVE_STEP,
-};
+pub use frame_codec::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
+
+/// `n` as a `u64` (saturating on a platform where `usize` is wider).
+#[inline]
+pub(crate) fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}

@@ -14,10 +14,16 @@ use std::sync::{Mutex, MutexGuard};
 
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::{FrameCodec, DEFAULT_MAX_FRAME_LENGTH};
-use bijou_framing::{RELEASE_COPY_LIMIT, RESERVE_STEP};
 use bytes::BytesMut;
 use cap::Cap;
 use tokio_util::codec::Decoder;
+
+/// `FrameCodec`'s documented receive step: 64 KiB ahead of a pending
+/// payload (its memory section).
+const RESERVE_STEP: usize = 64 * 1024;
+/// The fresh buffer a drained large buffer is moved to: 8 KiB (the same
+/// section).
+const RELEASE_COPY_LIMIT: usize = 8 * 1024;
 
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);

@@ -11,12 +11,14 @@
 
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::FrameCodec;
-use bijou_framing::RESERVE_STEP;
 use bijou_test_support::heap::{self, read_loop, Alone, Bound, PeakAlloc, READ_RESERVE};
 use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use tokio_util::codec::Decoder;
+
+/// `FrameCodec`'s documented receive step: 64 KiB (its memory section).
+const RESERVE_STEP: usize = 64 * 1024;
 
 #[global_allocator]
 static ALLOCATOR: PeakAlloc = PeakAlloc;

@@ -10,8 +10,8 @@ use bijou_codec::Wire;
 use bijou_net::handshake::ConnectConfig;
 use bijou_net::handshake::ConnectError;
 use bijou_net::transport::iroh::{
-    self as quic, stream_error_of, IrohStreamError, IrohTransport, NodeAddr, CLOSE_NORMAL,
-    CLOSE_TOO_LARGE, IROH_MAX_MESSAGE_LENGTH,
+    self as quic, IrohStreamError, IrohTransport, NodeAddr, CLOSE_NORMAL, CLOSE_TOO_LARGE,
+    IROH_MAX_MESSAGE_LENGTH,
 };
 use bijou_net::transport::{Transport, TransportError};
 use bijou_net::Connection;
@@ -507,8 +507,8 @@ fn a_peer_that_vanishes_is_a_clear_error_within_the_idle_timeout() {
                     eprintln!("{text}");
                     assert!(
                         matches!(
-                            stream_error_of(&err),
-                            Some(IrohStreamError::ConnectionLost {
+                            &err,
+                            TransportError::Quic(IrohStreamError::ConnectionLost {
                                 source: ConnectionError::TimedOut
                             })
                         ),

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
+use bijou_codec::Wire;
 use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
 use bijou_proto::handshake::{Authenticated, Responder};
 use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
@@ -754,7 +755,7 @@ impl<T: Transport> Connection<T> {
         while self.session.has_transmit() {
             ready!(Pin::new(&mut self.transport).poll_ready(cx)).map_err(SendError::Transport)?;
             if let Some(message) = self.session.poll_transmit() {
-                self.transport.start_send_in_place(&message)?;
+                self.write_in_place(&message)?;
                 self.transmits_unflushed = true;
             }
         }
@@ -786,7 +787,17 @@ impl<T: Transport> Connection<T> {
     /// transport (in place where it can).
     fn start_send_message(&mut self, message: &Message) -> Result<(), SendError> {
         self.session.on_send(message)?;
-        self.transport.start_send_in_place(message)
+        self.write_in_place(message)
+    }
+
+    /// Writes `message` into the transport in place (its length first, so
+    /// a count that does not fit is [`SendError::Encode`] and nothing is
+    /// written).
+    fn write_in_place(&mut self, message: &Message) -> Result<(), SendError> {
+        let len = message.wire_len()?;
+        self.transport
+            .start_send_in_place(message, len)
+            .map_err(SendError::Transport)
     }
 
     /// The receive stream: the messages `finish` held first, then the
@@ -942,7 +953,6 @@ impl<T: Transport> Connection<T> {
 fn transport_error(err: SendError) -> TransportError {
     match err {
         SendError::Transport(e) => e,
-        SendError::Frame(e) => e.into(),
         other => TransportError::Other(Box::new(other)),
     }
 }

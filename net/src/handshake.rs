@@ -203,9 +203,10 @@ fn other_framing<T: Transport + ?Sized>(
     delivered: Option<&Bytes>,
     error: ConnectError,
 ) -> ConnectError {
-    let Some(ours) = transport.length_prefix() else {
+    let Some(diagnostics) = transport.diagnostics() else {
         return error;
     };
+    let ours = diagnostics.length_prefix();
     let mut raw = Vec::new();
     if let Some(reply) = delivered {
         if let Some((prefix, n)) = u64::try_from(reply.len())
@@ -216,7 +217,7 @@ fn other_framing<T: Transport + ?Sized>(
         }
         raw.extend_from_slice(reply);
     }
-    let unread = transport.unread();
+    let unread = diagnostics.unread();
     raw.extend_from_slice(unread.get(..unread.len().min(64)).unwrap_or_default());
     match sniff(&raw, ours) {
         Some(theirs) => ConnectError::OtherFraming {

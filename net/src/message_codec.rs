@@ -1,5 +1,6 @@
 use std::io;
 
+use bijou_codec::Wire;
 use bijou_framing::prefix::{Bijou64, LengthPrefix};
 use bijou_framing::{FrameCodec, FrameError};
 use bijou_proto::ephemeral::PublishError;
@@ -8,7 +9,7 @@ use bijou_proto::session::SendRefused;
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::transport::WriteInPlace;
+use crate::transport::{write_body, TransportError};
 
 /// A [`FrameCodec`] plus typed decoding and encoding of [`Message`]s
 /// (sync, handshake, ephemeral, keyhive), dispatched on the 4-byte schema. This
@@ -162,13 +163,10 @@ pub enum SendError {
     /// nothing was written.
     #[error(transparent)]
     Encode(#[from] bijou_codec::WriteError),
-    /// The frame layer refused it (too large) or the transport failed.
+    /// The transport of a [`Connection`](crate::Connection), or the frame
+    /// layer of a [`MessageCodec`], refused it (too large) or failed.
     #[error(transparent)]
-    Frame(#[from] FrameError),
-    /// The transport of a [`Connection`](crate::Connection) refused it
-    /// (too large) or failed.
-    #[error(transparent)]
-    Transport(#[from] crate::transport::TransportError),
+    Transport(#[from] TransportError),
     /// The session refused it: a handshake message on an established
     /// [`Connection`](crate::Connection).
     #[error(transparent)]
@@ -201,32 +199,8 @@ impl SendError {
 
 impl From<io::Error> for SendError {
     fn from(err: io::Error) -> Self {
-        Self::Frame(FrameError::Io(err))
+        Self::Transport(TransportError::Io(err))
     }
-}
-
-/// Writes `msg` behind its length prefix straight into `dst`, with no
-/// intermediate buffer: the one message encoder of every framed path
-/// ([`MessageCodec`], and [`FramedTransport`](crate::transport::FramedTransport)
-/// under a [`Connection`](crate::Connection)). On error, `dst` is left as it
-/// was.
-pub(crate) fn encode_in_place<P: LengthPrefix>(
-    frames: &FrameCodec<P>,
-    msg: &dyn WriteInPlace,
-    dst: &mut BytesMut,
-) -> Result<(), SendError> {
-    let len = msg.encoded_len()?;
-    let start = dst.len();
-    frames.put_prefix(len, dst)?;
-    let body = dst.len();
-    // `put_prefix` reserved `len`; the counts were checked by `encoded_len`,
-    // so this write cannot fail short of a bug, and it does not count again.
-    if let Err(e) = msg.write_in_place(dst, len) {
-        dst.truncate(start);
-        return Err(e.into());
-    }
-    debug_assert_eq!(dst.len() - body, len, "wire_len disagrees with write_to");
-    Ok(())
 }
 
 impl<P: LengthPrefix> Encoder<&Message> for MessageCodec<P> {
@@ -235,7 +209,12 @@ impl<P: LengthPrefix> Encoder<&Message> for MessageCodec<P> {
     /// Writes the prefix and the message in place. On error, `dst` is left
     /// as it was.
     fn encode(&mut self, msg: &Message, dst: &mut BytesMut) -> Result<(), SendError> {
-        encode_in_place(&self.frames, msg, dst)
+        let len = msg.wire_len()?;
+        let start = dst.len();
+        self.frames
+            .put_prefix(len, dst)
+            .map_err(TransportError::from)?;
+        Ok(write_body(dst, start, msg, len)?)
     }
 }
 

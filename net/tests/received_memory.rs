@@ -11,7 +11,7 @@
 //! `DECODE_HEAP_CONSTANT`). A valid `SyncOps` of 9,000 of the shortest
 //! events (about 1 MB too) is delivered within the same bound.
 //!
-//! Below the connection, the RFC 6455 frame reader alone (`ws_frame`),
+//! Below the connection, the RFC 6455 frame reader alone (`bijou_framing::websocket`),
 //! over streams of any shape, many empty frames included: at most twice
 //! the bytes received plus one receive step, as the frame codecs
 //! (`framing/tests/decode_memory.rs`).
@@ -21,10 +21,9 @@
 
 use bijou_codec::{DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
 use bijou_framing::prefix::Bijou64;
-use bijou_framing::RESERVE_STEP;
+use bijou_framing::websocket::{encode_header, FrameDecoder, OpCode, Role};
 use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::websocket::{self, WebSocketTransport};
-use bijou_net::transport::ws_frame::{encode_header, FrameDecoder, OpCode, Role};
 use bijou_net::transport::FramedTransport;
 use bijou_net::transport::Transport;
 use bijou_net::{Connection, TokioClock};
@@ -40,6 +39,10 @@ use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use tokio::net::{TcpListener, TcpStream};
+
+/// The documented receive step of the frame decoders: 64 KiB
+/// (`FrameCodec`'s memory section, which the WebSocket codec shares).
+const RESERVE_STEP: usize = 64 * 1024;
 
 #[global_allocator]
 static ALLOCATOR: PeakAlloc = PeakAlloc;

@@ -8,10 +8,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use bijou_net::transport::websocket::{self, frame_error_of, WebSocketTransport};
-use bijou_net::transport::ws_frame::{
+use bijou_framing::websocket::{
     encode_frame, encode_header, parse_close, FrameDecoder, OpCode, Role, WsFrameError,
 };
+use bijou_net::transport::websocket::{self, WebSocketTransport};
 use bijou_net::transport::{Transport, TransportError};
 use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -95,7 +95,7 @@ async fn expect_failure(
 }
 
 fn frame_err(expected: WsFrameError) -> impl Fn(&TransportError) -> bool {
-    move |err| frame_error_of(err) == Some(&expected)
+    move |err| matches!(err, TransportError::WebSocket(e) if *e == expected)
 }
 
 fn client_frame(fin: bool, opcode: OpCode, payload: &[u8]) -> Vec<u8> {
@@ -127,12 +127,13 @@ async fn lying_length(len: usize) {
         );
         raw.shutdown().await.expect("shutdown");
         let err = ours.next().await.expect("an item").expect_err("an error");
-        assert_eq!(
-            frame_error_of(&err),
-            Some(&WsFrameError::Truncated {
-                needed: len as u64,
-                have: 10
-            })
+        assert!(
+            matches!(
+                err,
+                TransportError::WebSocket(WsFrameError::Truncated { needed, have: 10 })
+                    if needed == len as u64
+            ),
+            "{err:?}"
         );
         assert!(ours.next().await.is_none());
         assert_eq!(close_code(&mut raw, Role::Server).await, Some(1002));
@@ -345,7 +346,9 @@ async fn a_text_message_is_refused_at_its_header_with_1003() {
     expect_failure(
         Role::Server,
         &bytes,
-        |err| matches!(err, TransportError::TextMessage { len } if *len == 1 << 20),
+        |err| {
+            matches!(err, TransportError::WebSocket(WsFrameError::TextMessage { len }) if *len == 1 << 20)
+        },
         1003,
     )
     .await;
@@ -419,7 +422,7 @@ async fn a_valid_close_is_answered_with_its_code_after_the_messages_before_it() 
             .send(bytes::Bytes::from_static(b"late"))
             .await
             .expect_err("after close");
-        assert_eq!(frame_error_of(&err), Some(&WsFrameError::SendAfterClose));
+        assert!(matches!(err, TransportError::SendAfterClose), "{err:?}");
     })
     .await;
 }
@@ -437,10 +440,7 @@ async fn a_peer_that_stalls_mid_frame_times_out_with_1008() {
         let err = ours.next().await.expect("an item").expect_err("an error");
         assert!(started.elapsed() >= Duration::from_millis(200));
         assert!(
-            matches!(
-                frame_error_of(&err),
-                Some(WsFrameError::Stalled { after_ms: 200, .. })
-            ),
+            matches!(err, TransportError::Stalled { after_ms: 200, .. }),
             "{err:?}"
         );
         assert!(ours.next().await.is_none());

@@ -13,15 +13,18 @@ use std::future::poll_fn;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use bijou_framing::RESERVE_STEP;
+use bijou_framing::websocket::{encode_header, OpCode};
 use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
-use bijou_net::transport::ws_frame::{encode_header, OpCode};
 use bijou_net::transport::{Transport, TransportError};
 use bytes::Bytes;
 use cap::Cap;
 use futures::{FutureExt, StreamExt};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+/// The documented receive step of the frame decoders: 64 KiB
+/// (`FrameCodec`'s memory section, which the WebSocket codec shares).
+const RESERVE_STEP: usize = 64 * 1024;
 
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);

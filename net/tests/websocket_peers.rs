@@ -231,7 +231,7 @@ async fn we_close_and_they_answer() {
 /// the frames read along with the HTTP head are not lost.
 #[tokio::test]
 async fn frames_pipelined_behind_the_upgrade_request_are_delivered() {
-    use bijou_net::transport::ws_frame::{encode_frame, OpCode as Op};
+    use bijou_framing::websocket::{encode_frame, OpCode as Op};
     use tokio::io::AsyncWriteExt;
     bounded(async {
         let (listener, addr) = bind().await;
@@ -259,7 +259,7 @@ async fn frames_pipelined_behind_the_upgrade_request_are_delivered() {
 /// client delivers the frame.
 #[tokio::test]
 async fn a_frame_pipelined_behind_the_upgrade_answer_is_delivered() {
-    use bijou_net::transport::ws_frame::{encode_frame, OpCode as Op};
+    use bijou_framing::websocket::{encode_frame, OpCode as Op};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
     bounded(async {

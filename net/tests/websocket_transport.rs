@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bijou_codec::Wire;
+use bijou_framing::websocket::WsFrameError;
 use bijou_net::handshake::ConnectConfig;
 use bijou_net::transport::websocket::{self, WebSocketTransport, WEBSOCKET_MAX_MESSAGE_LENGTH};
 use bijou_net::transport::{Transport, TransportError};
@@ -330,7 +331,9 @@ async fn text_message_after_handshake_is_a_typed_error_and_a_1003_close() {
             .expect("send text");
         assert!(matches!(
             server.next().await,
-            Some(Err(TransportError::TextMessage { len: 10 }))
+            Some(Err(TransportError::WebSocket(WsFrameError::TextMessage {
+                len: 10
+            })))
         ));
         assert!(server.next().await.is_none());
         assert!(server.next().await.is_none());
@@ -343,7 +346,7 @@ async fn text_message_after_handshake_is_a_typed_error_and_a_1003_close() {
 }
 
 /// A text message as the challenge: the responder fails with
-/// `Transport(TextMessage)`, and the peer gets a 1003 close.
+/// `Transport(WebSocket(TextMessage))`, and the peer gets a 1003 close.
 #[tokio::test]
 async fn text_message_as_the_challenge_is_a_typed_handshake_error() {
     bounded(async {
@@ -357,9 +360,9 @@ async fn text_message_as_the_challenge_is_a_typed_handshake_error() {
         assert!(
             matches!(
                 result,
-                Err(ConnectError::Transport(TransportError::TextMessage {
-                    len: 5
-                }))
+                Err(ConnectError::Transport(TransportError::WebSocket(
+                    WsFrameError::TextMessage { len: 5 }
+                )))
             ),
             "{:?}",
             result.map(|_| ())

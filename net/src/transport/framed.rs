@@ -1,21 +1,16 @@
-use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::{Sink, Stream};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Decoder, Encoder};
 
-use bijou_framing::prefix::LengthPrefix;
+use bijou_framing::prefix::{LengthPrefix, PrefixKind};
 use bijou_framing::FrameCodec;
 
-use super::{Transport, TransportError, WriteInPlace};
-use crate::message_codec::encode_in_place;
-use crate::SendError;
-
-/// Size of the stack buffer an idle connection reads into.
-const SCRATCH: usize = 4096;
+use super::buffered::BufferedIo;
+use super::{FramingDiagnostics, Transport, TransportError, WriteInPlace};
 
 /// Messages behind a length prefix over any
 /// `AsyncRead + AsyncWrite`, holding no buffer while idle.
@@ -53,10 +48,8 @@ const SCRATCH: usize = 4096;
 /// one copy of at most 4 KiB for the first read after idling.
 #[derive(Debug)]
 pub struct FramedTransport<T, P> {
-    io: T,
+    io: BufferedIo<T>,
     codec: FrameCodec<P>,
-    read_buf: BytesMut,
-    write_buf: BytesMut,
     eof: bool,
     /// A framing error was returned: the stream has ended.
     failed: bool,
@@ -74,10 +67,8 @@ impl<T, P: LengthPrefix> FramedTransport<T, P> {
     /// the maximum message length).
     pub fn with_codec(io: T, codec: FrameCodec<P>) -> Self {
         Self {
-            io,
+            io: BufferedIo::new(io, BytesMut::new()),
             codec,
-            read_buf: BytesMut::new(),
-            write_buf: BytesMut::new(),
             eof: false,
             failed: false,
         }
@@ -90,55 +81,25 @@ impl<T, P: LengthPrefix> FramedTransport<T, P> {
 
     /// The transport.
     pub fn get_ref(&self) -> &T {
-        &self.io
+        self.io.get_ref()
     }
 
     /// The transport, giving up any buffered bytes (see
     /// [`FramedTransport::into_parts`] to keep them).
     pub fn into_inner(self) -> T {
-        self.io
+        self.io.into_parts().0
     }
 
     /// The transport and the bytes read from it but not yet decoded (for
     /// example, what a peer pipelined right behind the handshake).
     pub fn into_parts(self) -> (T, BytesMut) {
-        (self.io, self.read_buf)
+        self.io.into_parts()
     }
 
     /// Heap bytes held by the read and write buffers right now (their
     /// capacities).
     pub fn buffered_capacity(&self) -> usize {
-        self.read_buf.capacity() + self.write_buf.capacity()
-    }
-}
-
-impl<T, P> FramedTransport<T, P>
-where
-    T: AsyncRead + Unpin,
-    P: LengthPrefix,
-{
-    /// Reads more bytes into `read_buf`; `Ok(0)` at end of stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.read_buf.capacity() == self.read_buf.len() {
-            // Nothing reserved (idle, or between frames): read into the
-            // stack, and allocate only for what arrived.
-            let mut scratch = [0u8; SCRATCH];
-            let mut buf = ReadBuf::new(&mut scratch);
-            ready!(Pin::new(&mut self.io).poll_read(cx, &mut buf))?;
-            let filled = buf.filled();
-            self.read_buf.extend_from_slice(filled);
-            return Poll::Ready(Ok(filled.len()));
-        }
-        tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.read_buf)
-    }
-
-    /// Drops a drained read buffer. Its capacity may read 0 and it still
-    /// shares the allocation of the frames split off it, so it is replaced
-    /// whenever it is empty, and holds nothing while no frame is pending.
-    fn release_drained_read_buffer(&mut self) {
-        if self.read_buf.is_empty() {
-            self.read_buf = BytesMut::new();
-        }
+        self.io.capacity()
     }
 }
 
@@ -158,9 +119,9 @@ where
         }
         loop {
             let decoded = if this.eof {
-                this.codec.decode_eof(&mut this.read_buf)
+                this.codec.decode_eof(&mut this.io.read_buf)
             } else {
-                this.codec.decode(&mut this.read_buf)
+                this.codec.decode(&mut this.io.read_buf)
             };
             match decoded {
                 Err(e) => {
@@ -168,13 +129,13 @@ where
                     return Poll::Ready(Some(Err(e.into())));
                 }
                 Ok(Some(frame)) => {
-                    this.release_drained_read_buffer();
+                    this.io.release_drained_read_buffer();
                     return Poll::Ready(Some(Ok(frame)));
                 }
                 Ok(None) if this.eof => return Poll::Ready(None),
                 Ok(None) => {}
             }
-            match ready!(this.poll_fill(cx)) {
+            match ready!(this.io.poll_fill(cx)) {
                 Err(e) => {
                     this.failed = true;
                     return Poll::Ready(Some(Err(TransportError::Io(e))));
@@ -186,34 +147,6 @@ where
     }
 }
 
-impl<T, P> FramedTransport<T, P>
-where
-    T: AsyncWrite + Unpin,
-    P: LengthPrefix + Unpin,
-{
-    fn poll_write_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while self.write_buf.has_remaining() {
-            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &self.write_buf))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.write_buf.advance(n);
-        }
-        // Written out: give the buffer back.
-        self.write_buf = BytesMut::new();
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_flush_all(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.poll_write_all(cx))?;
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-}
-
-/// Buffered bytes above which `poll_ready` writes out first (like
-/// `Framed`: 8 KiB of backpressure).
-const BACKPRESSURE: usize = 8 * 1024;
-
 impl<T, P> Sink<Bytes> for FramedTransport<T, P>
 where
     T: AsyncWrite + Unpin,
@@ -223,8 +156,8 @@ where
 
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
         let this = self.get_mut();
-        if this.write_buf.len() >= BACKPRESSURE {
-            ready!(this.poll_write_all(cx))?;
+        if this.io.is_backpressured() {
+            ready!(this.io.poll_write_all(cx))?;
         }
         Poll::Ready(Ok(()))
     }
@@ -233,17 +166,17 @@ where
     /// is refused and nothing is written.
     fn start_send(self: Pin<&mut Self>, message: Bytes) -> Result<(), TransportError> {
         let this = self.get_mut();
-        Ok(this.codec.encode(message, &mut this.write_buf)?)
+        Ok(this.codec.encode(message, &mut this.io.write_buf)?)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
-        Poll::Ready(Ok(ready!(self.get_mut().poll_flush_all(cx))?))
+        Poll::Ready(Ok(ready!(self.get_mut().io.poll_flush_all(cx))?))
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
         let this = self.get_mut();
-        ready!(this.poll_flush_all(cx))?;
-        Poll::Ready(Ok(ready!(Pin::new(&mut this.io).poll_shutdown(cx))?))
+        ready!(this.io.poll_flush_all(cx))?;
+        Poll::Ready(Ok(ready!(this.io.poll_shutdown(cx))?))
     }
 }
 
@@ -260,21 +193,29 @@ where
         self.codec.max_frame_length()
     }
 
-    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
-        Some(P::KIND)
-    }
-
-    fn unread(&self) -> &[u8] {
-        &self.read_buf
+    fn diagnostics(&self) -> Option<&dyn FramingDiagnostics> {
+        Some(self)
     }
 
     /// Writes the prefix and the message straight into the write buffer.
-    fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
-        encode_in_place(&self.codec, message, &mut self.write_buf).map_err(|e| match e {
-            // The same errors as `start_send` gives for bytes.
-            SendError::Frame(frame) => SendError::Transport(frame.into()),
-            other => other,
-        })
+    fn start_send_in_place(
+        &mut self,
+        message: &dyn WriteInPlace,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let start = self.io.write_buf.len();
+        self.codec.put_prefix(len, &mut self.io.write_buf)?;
+        super::write_body(&mut self.io.write_buf, start, message, len)
+    }
+}
+
+impl<T, P: LengthPrefix> FramingDiagnostics for FramedTransport<T, P> {
+    fn length_prefix(&self) -> PrefixKind {
+        P::KIND
+    }
+
+    fn unread(&self) -> &[u8] {
+        &self.io.read_buf
     }
 }
 

@@ -23,8 +23,15 @@
 //! ```
 //!
 //! Every transport refuses a received message longer than its current
-//! maximum with [`TransportError::TooLarge`], and every transport error is
-//! terminal: the stream ends after yielding it.
+//! maximum with [`TransportError::TooLarge`]. An error from the stream is
+//! terminal (the stream ends after yielding it); an error from the sink
+//! refuses that one message and writes nothing of it.
+//!
+//! The byte-stream transports share one buffered I/O loop (a read buffer a
+//! sans-IO frame decoder consumes, a write buffer, neither held while idle)
+//! and the frame decoders share one receive-buffer policy
+//! (`bijou_framing`'s, stated in [`FrameCodec`'s memory
+//! section](bijou_framing::FrameCodec#memory)).
 //!
 //! ```
 //! use bijou_frame::framing::prefix::Bijou64;
@@ -54,18 +61,16 @@ use bytes::Bytes;
 use futures::{Sink, Stream};
 
 use bijou_codec::{Wire, WriteError, Writer};
+use bijou_framing::prefix::PrefixKind;
 use bijou_framing::FrameError;
 use bytes::BytesMut;
 
-use crate::SendError;
-
+mod buffered;
 mod framed;
 #[cfg(feature = "iroh")]
 pub mod iroh;
 #[cfg(feature = "websocket")]
 pub mod websocket;
-#[cfg(feature = "websocket")]
-pub mod ws_frame;
 
 pub mod peer_framing;
 
@@ -87,38 +92,70 @@ pub trait Transport:
     /// The maximum now in force.
     fn max_message_length(&self) -> usize;
 
-    /// The length prefix this transport frames with, if it frames a byte
-    /// stream (`None`, the default, otherwise). For diagnostics.
-    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
+    /// What a transport that frames a byte stream can tell about the
+    /// bytes it read ([`FramedTransport`] and `IrohTransport`); `None`, the
+    /// default, for the others. The handshake driver asks it to tell the
+    /// user what the peer speaks when its reply does not parse.
+    fn diagnostics(&self) -> Option<&dyn FramingDiagnostics> {
         None
     }
 
-    /// Bytes received but not delivered as a message yet (a partial
-    /// frame), as far as the transport keeps them; empty by default. For
-    /// diagnostics: the handshake driver reads them to tell the user what
-    /// the peer speaks when its reply does not parse.
-    fn unread(&self) -> &[u8] {
-        &[]
-    }
-
-    /// Queues one message to be sent, written in place, like `start_send`
-    /// (call it after `poll_ready`). By default it encodes the message to
-    /// `Bytes` and calls `start_send`; a transport that can write in place
-    /// overrides it ([`FramedTransport`] writes it straight behind its
-    /// prefix, with no intermediate buffer).
+    /// Queues one message of `len` bytes (what
+    /// [`WriteInPlace::encoded_len`] returned for it), written in place,
+    /// like `start_send` (call it after `poll_ready`). By default it writes
+    /// the message to `Bytes` and calls `start_send`; a transport that can
+    /// write in place overrides it ([`FramedTransport`] writes it straight
+    /// behind its prefix, with no intermediate buffer).
     ///
     /// # Errors
     ///
-    /// [`SendError::Encode`] if the message does not encode,
-    /// [`SendError::Transport`] if the transport refuses it.
-    fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
-        let len = message.encoded_len()?;
+    /// [`TransportError::TooLarge`] if `len` is over the maximum, and the
+    /// errors of `start_send`; [`TransportError::LengthMismatch`] if the
+    /// message writes another number of bytes than `len`. Nothing is sent
+    /// then.
+    fn start_send_in_place(
+        &mut self,
+        message: &dyn WriteInPlace,
+        len: usize,
+    ) -> Result<(), TransportError> {
         let mut buf = BytesMut::with_capacity(len);
-        message.write_in_place(&mut buf, len)?;
-        Pin::new(self)
-            .start_send(buf.freeze())
-            .map_err(SendError::Transport)
+        write_body(&mut buf, 0, message, len)?;
+        Pin::new(self).start_send(buf.freeze())
     }
+}
+
+/// What a transport over a byte stream knows of the peer's framing, for
+/// diagnostics; see [`Transport::diagnostics`].
+pub trait FramingDiagnostics {
+    /// The length prefix this transport frames with.
+    fn length_prefix(&self) -> PrefixKind;
+
+    /// Bytes received but not delivered as a message yet (a partial
+    /// frame).
+    fn unread(&self) -> &[u8];
+}
+
+/// Appends `message`'s `len` bytes to `dst`, behind the frame header a
+/// transport wrote from `frame_start`; if the message writes another number
+/// of bytes, or fails, `dst` is cut back to `frame_start` (nothing of the
+/// frame is left to send) and the error is [`TransportError::LengthMismatch`].
+pub(crate) fn write_body(
+    dst: &mut BytesMut,
+    frame_start: usize,
+    message: &dyn WriteInPlace,
+    len: usize,
+) -> Result<(), TransportError> {
+    let body = dst.len();
+    message.write_in_place(dst, len);
+    let written = dst.len().saturating_sub(body);
+    if written != len {
+        dst.truncate(frame_start);
+        return Err(TransportError::LengthMismatch {
+            announced: len,
+            written,
+        });
+    }
+    Ok(())
 }
 
 /// Bytes a transport can write in place: their exact length first, then
@@ -132,14 +169,14 @@ pub trait WriteInPlace {
     /// [`WriteError`]: a count does not fit its field.
     fn encoded_len(&self) -> Result<usize, WriteError>;
 
-    /// Appends the bytes to `dst`; `len` is what
+    /// Appends exactly `len` bytes to `dst`; `len` is what
     /// [`WriteInPlace::encoded_len`] returned (a message whose wire form
     /// states its own length writes it from `len`, without a second pass).
-    ///
-    /// # Errors
-    ///
-    /// [`WriteError`], with `dst` possibly partly written.
-    fn write_in_place(&self, dst: &mut BytesMut, len: usize) -> Result<(), WriteError>;
+    /// Counts were checked by `encoded_len`, so writing cannot fail; a
+    /// message that writes another number of bytes anyway (a `Wire`
+    /// implementation at odds with itself) is refused by the transport
+    /// with [`TransportError::LengthMismatch`].
+    fn write_in_place(&self, dst: &mut BytesMut, len: usize);
 }
 
 impl<T: Wire> WriteInPlace for T {
@@ -147,8 +184,14 @@ impl<T: Wire> WriteInPlace for T {
         self.wire_len()
     }
 
-    fn write_in_place(&self, dst: &mut BytesMut, len: usize) -> Result<(), WriteError> {
-        self.write_sized(&mut Writer::growing(dst), len)
+    fn write_in_place(&self, dst: &mut BytesMut, len: usize) {
+        let start = dst.len();
+        if self.write_sized(&mut Writer::growing(dst), len).is_err() {
+            // Only a `Wire` type whose `write_to` disagrees with its
+            // `wire_len` gets here: write nothing, which the transport
+            // reports as a length mismatch.
+            dst.truncate(start);
+        }
     }
 }
 
@@ -175,27 +218,28 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         (**self).max_message_length()
     }
 
-    fn length_prefix(&self) -> Option<bijou_framing::prefix::PrefixKind> {
-        (**self).length_prefix()
+    fn diagnostics(&self) -> Option<&dyn FramingDiagnostics> {
+        (**self).diagnostics()
     }
 
-    fn unread(&self) -> &[u8] {
-        (**self).unread()
-    }
-
-    fn start_send_in_place(&mut self, message: &dyn WriteInPlace) -> Result<(), SendError> {
-        (**self).start_send_in_place(message)
+    fn start_send_in_place(
+        &mut self,
+        message: &dyn WriteInPlace,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        (**self).start_send_in_place(message, len)
     }
 }
 
-/// Why a transport could not carry a message. Every variant ends the
-/// transport: its stream yields `None` afterwards.
+/// Why a transport could not carry a message. An error from the stream
+/// ends it (it yields `None` afterwards); an error from the sink refuses
+/// that one message, with nothing of it written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {
     /// A message longer than the maximum now in force (256 bytes until the
-    /// handshake completes): announced by a frame prefix, received, or
-    /// handed to the sink.
+    /// handshake completes): announced by a frame prefix or header,
+    /// received, or handed to the sink.
     #[error("message of {len} bytes exceeds the maximum of {max} bytes")]
     TooLarge {
         /// The message's length.
@@ -203,27 +247,59 @@ pub enum TransportError {
         /// The maximum in force.
         max: usize,
     },
-    /// A WebSocket text message: Subduction messages are binary.
-    #[error("WebSocket text message of {len} bytes (Subduction messages are binary)")]
-    TextMessage {
-        /// The text's length in bytes.
-        len: usize,
-    },
     /// A malformed length prefix or a stream that ended inside a frame
-    /// (framed byte streams only; never [`FrameError::TooLarge`] or
+    /// (framed byte streams; never [`FrameError::TooLarge`] or
     /// [`FrameError::Io`], which are [`TransportError::TooLarge`] and
     /// [`TransportError::Io`]).
     #[error(transparent)]
     Frame(FrameError),
-    /// A WebSocket protocol violation (bad frame, bad handshake, bad
-    /// UTF-8 in a close reason, ...).
-    #[error("WebSocket protocol error: {0}")]
-    WebSocket(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// A WebSocket frame that breaks RFC 6455 or is not a Subduction
+    /// message (a text message, say), or a stream that ended inside one
+    /// (never [`WsFrameError::TooLarge`](bijou_framing::websocket::WsFrameError::TooLarge),
+    /// which is [`TransportError::TooLarge`]). The peer got a close with
+    /// the error's close code.
+    #[cfg(feature = "websocket")]
+    #[error("WebSocket: {0}")]
+    WebSocket(bijou_framing::websocket::WsFrameError),
+    /// The WebSocket upgrade (the HTTP exchange before the first frame)
+    /// failed.
+    #[cfg(feature = "websocket")]
+    #[error("WebSocket upgrade: {0}")]
+    Upgrade(websocket::UpgradeError),
+    /// The peer stopped inside a frame or a fragmented WebSocket message
+    /// for longer than the stall timeout (see
+    /// `WebSocketTransport::set_stall_timeout`); the peer got a 1008 close.
+    #[cfg(feature = "websocket")]
+    #[error(
+        "the peer stalled for {after_ms} ms inside a WebSocket frame ({have} bytes of it buffered)"
+    )]
+    Stalled {
+        /// The stall timeout, in milliseconds.
+        after_ms: u64,
+        /// Bytes of the unfinished frame buffered.
+        have: usize,
+    },
+    /// A message handed to the sink after it was closed (our WebSocket
+    /// close frame is sent).
+    #[cfg(feature = "websocket")]
+    #[error("message sent after the WebSocket close frame")]
+    SendAfterClose,
     /// The QUIC connection of an iroh transport failed or was closed by
-    /// the peer (an `IrohStreamError`, feature `iroh`; see
-    /// `transport::iroh::stream_error_of`).
-    #[error("QUIC (iroh) error: {0}")]
-    Quic(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// the peer.
+    #[cfg(feature = "iroh")]
+    #[error("QUIC (iroh): {0}")]
+    Quic(iroh::IrohStreamError),
+    /// A message wrote another number of bytes than its
+    /// [`WriteInPlace::encoded_len`] announced: its `Wire` (or
+    /// `WriteInPlace`) implementation disagrees with itself. Nothing was
+    /// sent; the transport is still usable.
+    #[error("a message announced {announced} bytes and wrote {written}: its Wire implementation's write_to and wire_len disagree; nothing was sent")]
+    LengthMismatch {
+        /// The length `encoded_len` gave.
+        announced: usize,
+        /// The bytes it wrote.
+        written: usize,
+    },
     /// The underlying I/O failed.
     #[error("transport I/O error: {0}")]
     Io(#[from] std::io::Error),
