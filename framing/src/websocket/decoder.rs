@@ -140,10 +140,10 @@ impl FrameDecoder {
         if src.is_empty() && self.is_at_boundary() {
             return Ok(None);
         }
-        let have = to_u64(src.len());
+        let have = src.len();
         let needed = match self.pending {
             Some(header) => to_u64(header.len),
-            None => have.saturating_add(1),
+            None => to_u64(have).saturating_add(1),
         };
         Err(WsFrameError::Truncated { needed, have })
     }

@@ -117,7 +117,7 @@ pub enum WsFrameError {
         /// Bytes the frame (header and payload) needs, at least.
         needed: u64,
         /// Bytes of it received.
-        have: u64,
+        have: usize,
     },
 }
 
