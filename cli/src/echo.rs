@@ -40,6 +40,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 
+use crate::accept;
 use crate::exit::Failure;
 use crate::figures::percentile_ms;
 use crate::progress;
@@ -368,6 +369,10 @@ async fn in_process_iroh() -> Result<(Target, Arc<Server>), Failure> {
 
 // ---------------------------------------------------------------- server (B)
 
+/// Connections the echo server echoes at once: the most `--peers` asks
+/// for, so that no sender of a run waits for another to finish.
+const MAX_CONNECTIONS: usize = 10_000;
+
 struct Server {
     key: SigningKey,
     responder: Responder,
@@ -389,19 +394,17 @@ impl Server {
         }
     }
 
+    /// Accepts connections until the task is dropped; at most
+    /// [`MAX_CONNECTIONS`] are echoed at once.
     async fn serve<P: LengthPrefix>(
         self: Arc<Self>,
         listener: TcpListener,
         transport: TransportArg,
         log: bool,
     ) {
-        let this = self;
-        loop {
-            let Ok((stream, peer_addr)) = listener.accept().await else {
-                continue;
-            };
-            let this = Arc::clone(&this);
-            tokio::spawn(async move {
+        accept::serve_tcp(&listener, MAX_CONNECTIONS, |(stream, peer_addr)| {
+            let this = Arc::clone(&self);
+            async move {
                 let result = this.accept::<P>(stream, transport).await;
                 if log {
                     match result {
@@ -412,16 +415,20 @@ impl Server {
                         Err(e) => println!("  {peer_addr}: {e}"),
                     }
                 }
-            });
-        }
+            }
+        })
+        .await;
     }
 
-    /// Echoes every connection accepted on an iroh `endpoint`.
+    /// Echoes every connection accepted on an iroh `endpoint`, at most
+    /// [`MAX_CONNECTIONS`] at once.
     #[cfg(feature = "iroh")]
     async fn serve_iroh(self: Arc<Self>, endpoint: iroh::Endpoint, log: bool) {
-        while let Some(incoming) = endpoint.accept().await {
+        let endpoint = &endpoint;
+        let accept = move || async move { endpoint.accept().await.map(Ok) };
+        accept::serve_each(MAX_CONNECTIONS, accept, |incoming| {
             let this = Arc::clone(&self);
-            tokio::spawn(async move {
+            async move {
                 let result: Result<_, AnyError> = async {
                     let transport = iroh::accept_incoming(incoming).await?;
                     this.echo(
@@ -445,8 +452,9 @@ impl Server {
                         Err(e) => println!("  iroh: {e}"),
                     }
                 }
-            });
-        }
+            }
+        })
+        .await;
     }
 
     /// Accepts one connection on `transport` and echoes it.

@@ -23,6 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod accept;
 mod blob;
 mod echo;
 mod exit;
