@@ -37,6 +37,9 @@ mod target;
 
 use exit::Failure;
 
+/// Any error, boxed, where only its message matters.
+type AnyError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Keys, signed blobs, capture inspection and a sync peer for
 /// Subduction-style servers.
 ///

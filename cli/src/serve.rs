@@ -34,7 +34,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::accept;
 use crate::exit::Failure;
+use crate::figures::short;
 use crate::target::{framed, Carrier, Target, TransportArg, CONNECT_TIMEOUT};
+use crate::AnyError;
 
 /// Run a bounded, in-memory sync peer, for trying clients.
 ///
@@ -109,8 +111,6 @@ const MAX_STORE_BYTES: usize = 256 << 20;
 /// length.
 pub const ITEM_OVERHEAD: usize = 256;
 
-type AnyError = Box<dyn std::error::Error + Send + Sync>;
-
 /// `println!` that ignores a closed stdout: a server keeps serving when
 /// whoever started it stops reading its log.
 macro_rules! say {
@@ -118,10 +118,6 @@ macro_rules! say {
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout(), $($arg)*);
     }};
-}
-
-pub fn short(peer: PeerId) -> String {
-    peer.to_string().chars().take(8).collect()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
