@@ -25,6 +25,7 @@ use clap::{Parser, Subcommand};
 
 mod accept;
 mod blob;
+mod chain;
 mod echo;
 mod exit;
 mod figures;
@@ -34,6 +35,8 @@ mod progress;
 mod serve;
 mod sync;
 mod target;
+#[cfg(test)]
+mod test_flags;
 
 use exit::Failure;
 

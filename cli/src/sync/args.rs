@@ -90,47 +90,17 @@ pub enum AccessArg {
 }
 
 #[cfg(test)]
-impl Args {
-    /// `argv` (`sync` first) parsed as `bijou sync` parses its flags.
-    pub(super) fn parse_from<const N: usize>(argv: [&str; N]) -> Result<Self, clap::Error> {
-        Self::parse_vec(argv.to_vec())
-    }
-
-    /// `bijou sync --seed 7 --timeout 30` and `extra`.
-    pub(super) fn for_test(extra: &[&str]) -> Self {
-        let mut argv = vec!["sync", "--seed", "7", "--timeout", "30"];
-        argv.extend_from_slice(extra);
-        Self::parse_vec(argv).expect("valid flags")
-    }
-
-    fn parse_vec(argv: Vec<&str>) -> Result<Self, clap::Error> {
-        use clap::Parser;
-        #[derive(Debug, Parser)]
-        struct Cmd {
-            #[command(flatten)]
-            args: Args,
-        }
-        Cmd::try_parse_from(argv).map(|c| c.args)
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_flags::{check_server_id_flag, parse};
 
     #[test]
     fn server_ids_parse_from_hex() {
+        let argv = ["sync", "--connect", "ws://127.0.0.1:1"];
+        check_server_id_flag::<Args>(&argv, |a| a.server_id);
         let id = PeerId::from_bytes([0xAB; 32]);
-        let with_id =
-            |s: &str| Args::parse_from(["sync", "--connect", "ws://127.0.0.1:1", "--server-id", s]);
-        assert_eq!(
-            with_id(&id.to_string()).map(|a| a.server_id).ok(),
-            Some(Some(id))
-        );
-        assert!(with_id("abcd").is_err());
-        assert!(with_id(&"zz".repeat(32)).is_err());
         // A server id needs --connect and excludes a service name.
-        assert!(Args::parse_from(["sync", "--server-id", &id.to_string()]).is_err());
+        assert!(parse::<Args>(&["sync", "--server-id", &id.to_string()]).is_err());
         let both = [
             "sync",
             "--connect",
@@ -140,6 +110,6 @@ mod tests {
             "--service-name",
             "x",
         ];
-        assert!(Args::parse_from(both).is_err());
+        assert!(parse::<Args>(&both).is_err());
     }
 }

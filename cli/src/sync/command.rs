@@ -165,9 +165,10 @@ fn addressing(args: &Args, server: Option<&SyncServer>, target: &Target) -> (Aud
 mod tests {
     use super::*;
     use crate::serve::Fault;
+    use crate::test_flags::{parse, seeded};
 
     fn args(extra: &[&str]) -> Args {
-        Args::for_test(extra)
+        seeded("sync", extra)
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,7 +228,7 @@ mod tests {
         let a = args(&["--count", "65535", "--blob-size", "1024"]);
         let err = push_and_fetch(&a).await.expect_err("too big");
         assert!(err.to_string().contains("would not fit"), "{err}");
-        assert!(Args::parse_from(["sync", "--count", "0"]).is_err());
-        assert!(Args::parse_from(["sync", "--count", "65536"]).is_err());
+        assert!(parse::<Args>(&["sync", "--count", "0"]).is_err());
+        assert!(parse::<Args>(&["sync", "--count", "65536"]).is_err());
     }
 }

@@ -3,14 +3,14 @@
 
 use bijou_frame::codec::Wire;
 use bijou_frame::proto::message::{
-    BlobMessage, CommitId, LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem,
-    SyncMessage,
+    BlobMessage, CommitId, Message, RemoteHeads, SedimentreeId, SyncMessage,
 };
-use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed};
+use bijou_frame::signing::ed25519_dalek::SigningKey;
 use bytes::Bytes;
 use rand::rngs::StdRng;
-use rand::{Rng, RngCore, SeedableRng};
+use rand::SeedableRng;
 
+use crate::chain::CommitChain;
 use crate::AnyError;
 
 /// The commits to push, made and signed before the clock starts.
@@ -44,20 +44,15 @@ impl Plan {
         blob_size: usize,
     ) -> Result<Self, AnyError> {
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut parent: Option<CommitId> = None;
+        let mut chain = CommitChain::new(tree);
         let mut commits = Vec::with_capacity(count);
         for counter in 1..=count as u64 {
-            let mut blob = vec![0u8; blob_size];
-            rng.fill_bytes(&mut blob);
-            let blob = Blob::new(blob);
-            let head = CommitId::new(rng.random());
-            let commit = LooseCommit::new(tree, head, parent, blob.meta());
-            parent = Some(head);
-            let signed = Signed::seal(key, &commit)?;
+            let (head, item) = chain.next_commit(&mut rng, key, blob_size)?;
+            let (signed, blob) = (item.signed().clone(), item.blob().clone());
             let msg = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
                 id: tree,
                 sender_heads: RemoteHeads::new(counter, [head]),
-                item: SignedItem::new(signed.clone(), blob.clone()),
+                item,
             }));
             let len = msg.wire_len()?;
             let Message::Sync(message) = msg else {
