@@ -5,7 +5,7 @@
 //! A failed accept is mostly a shortage (out of file descriptors,
 //! `EMFILE`) that retrying at once only spins on, so the loop waits before
 //! the next try: 5 ms at first, doubling up to 1 s, and back to 5 ms after
-//! the next success, as hyper's and tokio's servers back off. At the cap
+//! the next success (the pauses Go's `net/http` server takes). At the cap
 //! the loop stops accepting: new connections wait in the kernel's backlog
 //! until a served one ends.
 
