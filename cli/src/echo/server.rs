@@ -67,13 +67,7 @@ impl Server {
             async move {
                 let result = this.accept::<P>(stream, transport).await;
                 if log {
-                    match result {
-                        Ok((peer, echoed, rejected)) => println!(
-                            "  {peer_addr} peer {}: {echoed} frames verified and echoed, {rejected} rejected",
-                            short(peer)
-                        ),
-                        Err(e) => println!("  {peer_addr}: {e}"),
-                    }
+                    log_connection(peer_addr, result);
                 }
             }
         })
@@ -104,13 +98,7 @@ impl Server {
                 }
                 .await;
                 if log {
-                    match result {
-                        Ok((peer, echoed, rejected)) => println!(
-                            "  iroh peer {}: {echoed} frames verified and echoed, {rejected} rejected",
-                            short(peer)
-                        ),
-                        Err(e) => println!("  iroh: {e}"),
-                    }
+                    log_connection("iroh", result);
                 }
             }
         })
@@ -196,5 +184,17 @@ impl Server {
         drop(queue);
         writer.await??;
         Ok((peer, echoed, rejected))
+    }
+}
+
+/// The `--listen` log line of a connection from `from` (its address, or
+/// `iroh`): what it echoed, or why it failed.
+fn log_connection(from: impl std::fmt::Display, result: Result<(PeerId, u64, u64), AnyError>) {
+    match result {
+        Ok((peer, echoed, rejected)) => println!(
+            "  {from} peer {}: {echoed} frames verified and echoed, {rejected} rejected",
+            short(peer)
+        ),
+        Err(e) => println!("  {from}: {e}"),
     }
 }
