@@ -1,6 +1,9 @@
-//! The figures the reports print: round-trip percentiles.
+//! The figures the reports print: round-trip percentiles, durations in
+//! milliseconds, short peer ids.
 
 use std::time::Duration;
+
+use bijou_frame::signing::PeerId;
 
 /// The `q` quantile (0.0-1.0, nearest rank) of `sorted` in milliseconds
 /// with two decimals, or `-` when there is nothing to rank.
@@ -13,6 +16,16 @@ pub fn percentile_ms(sorted: &[Duration], q: f64) -> String {
     sorted.get(idx).map_or("-".to_owned(), |d| {
         format!("{:.2} ms", d.as_secs_f64() * 1e3)
     })
+}
+
+/// A duration in milliseconds, for the report.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A peer id's first 8 hex digits, as the reports name peers.
+pub fn short(peer: PeerId) -> String {
+    peer.to_string().chars().take(8).collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use bijou_frame::framing::prefix::PrefixKind;
-use bijou_frame::inspect::{self, hex, Status};
+use bijou_frame::inspect::{self, hex, Detected, Status, Summary};
 
 use crate::exit::Failure;
 
@@ -38,33 +38,15 @@ pub struct Args {
     pub prefix: Option<PrefixKind>,
 }
 
+/// Reads the capture, prints the report frame by frame, and hints at a
+/// better reading when the one used fails.
 pub fn run(args: &Args) -> Result<(), Failure> {
     let raw = read_input(args.file.as_ref())?;
     let detected = inspect::detect(&raw);
-    let is_hex = args.hex || (args.prefix.is_none() && detected.as_ref().is_some_and(|d| d.hex));
-    let input = if is_hex {
-        hex::parse_hex(&raw).map_err(|e| Failure::input(format!("--hex input: {e}")))?
-    } else {
-        raw
-    };
-    let prefix = args
-        .prefix
-        .or_else(|| {
-            detected
-                .as_ref()
-                .filter(|d| d.hex == is_hex)
-                .map(|d| d.prefix)
-        })
-        .unwrap_or_default();
-    if args.prefix.is_none() && detected.is_some() && std::io::stderr().is_terminal() {
-        eprintln!(
-            "(detected: {}{prefix} prefix)",
-            if is_hex { "hex text, " } else { "" }
-        );
-    }
+    let reading = Reading::choose(args, raw, detected.as_ref())?;
     let mut out = std::io::stdout().lock();
     // A closed stdout (piped into `head`) ends the report early: no error.
-    let Ok(summary) = inspect::inspect(&input, prefix, &mut out) else {
+    let Ok(summary) = inspect::inspect(&reading.input, reading.prefix, &mut out) else {
         return Ok(());
     };
     let _ = writeln!(out, "{summary}");
@@ -73,9 +55,62 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         eprintln!("{error}");
     }
     if summary.status() != Status::Clean {
-        if let Some(better) = detected
-            .filter(|d| (d.hex, d.prefix) != (is_hex, prefix) && d.summary.good() > summary.good())
-        {
+        reading.print_hint(detected, &summary);
+    }
+    // The summary is the report's last line: the error line says what
+    // failed without repeating it.
+    match summary.status() {
+        Status::Clean => Ok(()),
+        Status::BadFrames => Err(Failure::check(format!(
+            "{} frame(s) did not decode or verify; each is marked in the report",
+            summary.bad
+        ))),
+        Status::BadStream => Err(Failure::input(
+            "the byte stream breaks where said above; the report stops there",
+        )),
+    }
+}
+
+/// How the input is read: --hex and --prefix where given, else as
+/// detected.
+struct Reading {
+    /// The bytes to inspect (hex text decoded).
+    input: Vec<u8>,
+    /// Whether the input was hex text.
+    hex: bool,
+    prefix: PrefixKind,
+}
+
+impl Reading {
+    /// The reading of `raw`: the flags', else the `detected` one (said on
+    /// a terminal).
+    fn choose(args: &Args, raw: Vec<u8>, detected: Option<&Detected>) -> Result<Self, Failure> {
+        let hex = args.hex || (args.prefix.is_none() && detected.is_some_and(|d| d.hex));
+        let input = if hex {
+            hex::parse_hex(&raw).map_err(|e| Failure::input(format!("--hex input: {e}")))?
+        } else {
+            raw
+        };
+        let prefix = args
+            .prefix
+            .or_else(|| detected.filter(|d| d.hex == hex).map(|d| d.prefix))
+            .unwrap_or_default();
+        if args.prefix.is_none() && detected.is_some() && std::io::stderr().is_terminal() {
+            eprintln!(
+                "(detected: {}{prefix} prefix)",
+                if hex { "hex text, " } else { "" }
+            );
+        }
+        Ok(Self { input, hex, prefix })
+    }
+
+    /// After a report with problems: the reading `detected` if it decodes
+    /// more frames, or that nothing decodes at all.
+    fn print_hint(&self, detected: Option<Detected>, summary: &Summary) {
+        let is_hex = self.hex;
+        if let Some(better) = detected.filter(|d| {
+            (d.hex, d.prefix) != (is_hex, self.prefix) && d.summary.good() > summary.good()
+        }) {
             eprintln!(
                 "hint: this input reads better as {}{} frames ({}): try{} --prefix {}",
                 if better.hex { "hex text of " } else { "" },
@@ -90,18 +125,6 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 if is_hex { "" } else { " (nor as hex text)" }
             );
         }
-    }
-    // The summary is the report's last line: the error line says what
-    // failed without repeating it.
-    match summary.status() {
-        Status::Clean => Ok(()),
-        Status::BadFrames => Err(Failure::check(format!(
-            "{} frame(s) did not decode or verify; each is marked in the report",
-            summary.bad
-        ))),
-        Status::BadStream => Err(Failure::input(
-            "the byte stream breaks where said above; the report stops there",
-        )),
     }
 }
 

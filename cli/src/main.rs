@@ -23,7 +23,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod accept;
 mod blob;
+mod chain;
 mod echo;
 mod exit;
 mod figures;
@@ -33,8 +35,13 @@ mod progress;
 mod serve;
 mod sync;
 mod target;
+#[cfg(test)]
+mod test_flags;
 
 use exit::Failure;
+
+/// Any error, boxed, where only its message matters.
+type AnyError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Keys, signed blobs, capture inspection and a sync peer for
 /// Subduction-style servers.

@@ -31,10 +31,12 @@ use bijou_frame::proto::message::{
 use bijou_frame::proto::session::Delivered;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 
+use crate::accept;
 use crate::exit::Failure;
+use crate::figures::short;
 use crate::target::{framed, Carrier, Target, TransportArg, CONNECT_TIMEOUT};
+use crate::AnyError;
 
 /// Run a bounded, in-memory sync peer, for trying clients.
 ///
@@ -109,8 +111,6 @@ const MAX_STORE_BYTES: usize = 256 << 20;
 /// length.
 pub const ITEM_OVERHEAD: usize = 256;
 
-type AnyError = Box<dyn std::error::Error + Send + Sync>;
-
 /// `println!` that ignores a closed stdout: a server keeps serving when
 /// whoever started it stops reading its log.
 macro_rules! say {
@@ -118,10 +118,6 @@ macro_rules! say {
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout(), $($arg)*);
     }};
-}
-
-pub fn short(peer: PeerId) -> String {
-    peer.to_string().chars().take(8).collect()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -203,20 +199,10 @@ impl SyncServer {
         prefix: PrefixKind,
         log: bool,
     ) {
-        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-        loop {
-            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                return;
-            };
-            let Ok((stream, peer_addr)) = listener.accept().await else {
-                // Out of file descriptors, say: back off a little.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
+        accept::serve_tcp(&listener, MAX_CONNECTIONS, |(stream, peer_addr)| {
             let this = Arc::clone(&self);
-            tokio::spawn(async move {
+            async move {
                 let result = this.accept(stream, transport, prefix).await;
-                drop(slot);
                 if log {
                     match result {
                         Ok((peer, r)) => say!(
@@ -232,8 +218,9 @@ impl SyncServer {
                         Err(e) => say!("  {peer_addr}: {e}"),
                     }
                 }
-            });
-        }
+            }
+        })
+        .await;
     }
 
     async fn accept(
@@ -277,18 +264,15 @@ impl SyncServer {
         log: bool,
     ) {
         use bijou_frame::net::transport::iroh;
-        let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-        while let Some(incoming) = endpoint.accept().await {
-            let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                return;
-            };
+        let endpoint = &endpoint;
+        let accept = move || async move { endpoint.accept().await.map(Ok) };
+        accept::serve_each(MAX_CONNECTIONS, accept, |incoming| {
             let this = Arc::clone(&self);
-            tokio::spawn(async move {
+            async move {
                 let result = match iroh::accept_incoming(incoming).await {
                     Ok(transport) => this.accept_carrier(Box::new(transport)).await,
                     Err(e) => Err(e.into()),
                 };
-                drop(slot);
                 if log {
                     match result {
                         Ok((peer, r)) => say!(
@@ -298,8 +282,9 @@ impl SyncServer {
                         Err(e) => say!("  iroh: {e}"),
                     }
                 }
-            });
-        }
+            }
+        })
+        .await;
     }
 
     /// Serves one authenticated connection until it closes, fails or idles.
