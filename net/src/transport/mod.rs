@@ -69,6 +69,8 @@ mod buffered;
 mod framed;
 #[cfg(feature = "iroh")]
 pub mod iroh;
+#[cfg(feature = "longpoll")]
+pub mod longpoll;
 #[cfg(feature = "websocket")]
 pub mod websocket;
 
@@ -289,6 +291,11 @@ pub enum TransportError {
     #[cfg(feature = "iroh")]
     #[error("QUIC (iroh): {0}")]
     Quic(iroh::IrohStreamError),
+    /// An HTTP long-poll session failed, was closed or expired, or its
+    /// client stopped collecting messages.
+    #[cfg(feature = "longpoll")]
+    #[error("long-poll: {0}")]
+    LongPoll(longpoll::LongPollError),
     /// A message wrote another number of bytes than its
     /// [`WriteInPlace::encoded_len`] announced: its `Wire` (or
     /// `WriteInPlace`) implementation disagrees with itself. Nothing was

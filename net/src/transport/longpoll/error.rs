@@ -1,0 +1,64 @@
+use std::time::Duration;
+
+/// What went wrong with a long-poll session (inside
+/// [`TransportError::LongPoll`](crate::transport::TransportError::LongPoll)).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LongPollError {
+    /// Not an `http://host:port[/base]` URL (TLS, `https://`, is not built
+    /// in: put a TLS-terminating proxy in front, or use another transport).
+    #[error("long-poll URL {url:?}: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The server answered an endpoint with a status the protocol does not
+    /// expect there (its body's first bytes, as text, say why).
+    #[error("POST {endpoint} answered {status}{}{body}", if .body.is_empty() { "" } else { ": " })]
+    Status {
+        /// The endpoint's path.
+        endpoint: &'static str,
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body, as text.
+        body: String,
+    },
+    /// A `200` to the handshake without a valid session id header: the
+    /// server is not a long-poll server, or not a compatible one.
+    #[error("the handshake was answered 200 without a valid x-session-id header: is this a Subduction long-poll server (its /lp/handshake)?")]
+    MissingSessionId,
+    /// The server no longer knows the session (`410`): it closed it, or it
+    /// expired. Open a new connection.
+    #[error("the server no longer knows this long-poll session (410): it was closed or expired; connect again")]
+    SessionGone,
+    /// The client polled nothing for longer than the server's idle
+    /// timeout, and the server ended the session.
+    #[error("the client polled nothing for {idle:?}: session expired")]
+    Expired {
+        /// The idle timeout.
+        idle: Duration,
+    },
+    /// The client does not collect its messages: the session's queue to it
+    /// is full. Nothing more is queued; the session ends.
+    #[error("the long-poll client does not collect its messages: {queued} messages ({bytes} bytes) wait, at most {max_messages} messages or {max_bytes} bytes are kept")]
+    Backpressure {
+        /// Messages waiting.
+        queued: usize,
+        /// Their bytes.
+        bytes: usize,
+        /// The queue's bound in messages.
+        max_messages: usize,
+        /// The queue's bound in bytes.
+        max_bytes: usize,
+    },
+    /// The session is closed: a message handed to the sink after it
+    /// ended.
+    #[error("the long-poll session is closed")]
+    Closed,
+    /// The HTTP exchange failed (connection refused or reset, a malformed
+    /// response, a body that broke off).
+    #[error("HTTP: {0}")]
+    Http(#[source] Box<dyn std::error::Error + Send + Sync>),
+}

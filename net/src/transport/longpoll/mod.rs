@@ -1,0 +1,90 @@
+//! HTTP long-poll: the transport Subduction's server opens beside
+//! WebSocket (`subduction_http_longpoll` 0.13), for clients behind proxies
+//! and firewalls that do not pass WebSocket (feature `longpoll`).
+//!
+//! ```text
+//!   client                                   server
+//!     | POST /lp/handshake   body: challenge    |
+//!     |---------------------------------------->|  (at most 256 bytes)
+//!     | 200  x-session-id: <32 hex>  body: response
+//!     |<----------------------------------------|  (401 + a Rejection when refused)
+//!     | POST /lp/send  x-session-id  body: one message
+//!     |---------------------------------------->|
+//!     | 204                                     |
+//!     |<----------------------------------------|
+//!     | POST /lp/recv  x-session-id  [x-bijou-ack: n]
+//!     |---------------------------------------->|  held until a message is ready
+//!     | 200 [x-bijou-seq: n+1]  body: one message    (204 after the poll timeout,
+//!     |<----------------------------------------|   410 once the session is closed)
+//!     | POST /lp/disconnect  x-session-id       |
+//!     |---------------------------------------->|
+//!     | 204                                     |
+//! ```
+//!
+//! Every body that carries a message is exactly that message's bytes, as
+//! one binary WebSocket message carries it: no prefix, no encoding. The
+//! session id is 16 bytes from the operating system, written as 32
+//! lower-case hex digits: the one credential for a session's requests.
+//!
+//! # Nothing lost
+//!
+//! Subduction's server takes a message off its queue before the `/lp/recv`
+//! response is written: if that response never reaches the client (a proxy
+//! drops it, the client's request times out, the connection resets), the
+//! message is gone. Ours numbers each message it delivers
+//! ([`SEQUENCE_HEADER`]) and keeps it until the client acknowledges it
+//! ([`ACK_HEADER`] on its next `/lp/recv`): a poll that acknowledges less
+//! gets the unacknowledged message again. Our client acknowledges every
+//! message and drops a repeat by its number. A client that sends no
+//! acknowledgement (Subduction's) gets Subduction's behaviour: a message
+//! counts as delivered once its response is handed to the connection.
+//! Against Subduction's server our client cannot recover a lost response;
+//! a push or fetch whose answer never comes ends by its operation's
+//! deadline, and says so.
+
+use std::time::Duration;
+
+use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
+
+mod error;
+mod session_id;
+
+pub use error::LongPollError;
+pub use session_id::{ParseSessionIdError, SessionId};
+
+/// The request header carrying the session id (HTTP header names are case
+/// insensitive; Subduction writes `x-session-id`).
+pub const SESSION_ID_HEADER: &str = "x-session-id";
+
+/// The response header of a `200` to `/lp/recv` from our server: the
+/// message's sequence number, from 1, counted per session.
+pub const SEQUENCE_HEADER: &str = "x-bijou-seq";
+
+/// The request header of an `/lp/recv` from our client: the highest
+/// sequence number it has received (0 before the first message). Its
+/// presence turns acknowledgements on for the session.
+pub const ACK_HEADER: &str = "x-bijou-ack";
+
+/// How long the server holds an `/lp/recv` before answering `204`: 30 s,
+/// as Subduction's `DEFAULT_POLL_TIMEOUT_SECS`.
+pub const DEFAULT_POLL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest body either side accepts: 50 MiB, the message limit of
+/// every transport (Subduction's `DEFAULT_MAX_BODY_SIZE` is 50 MB).
+pub const LONGPOLL_MAX_MESSAGE_LENGTH: usize = DEFAULT_MAX_FRAME_LENGTH;
+
+/// The longest `/lp/handshake` body the server reads: 256 bytes, as every
+/// transport caps a peer that has not authenticated (a challenge is 158).
+pub const MAX_HANDSHAKE_BODY: usize = 256;
+
+/// The paths, under the server's base URL.
+pub mod path {
+    /// Opens a session: the body is the signed challenge.
+    pub const HANDSHAKE: &str = "/lp/handshake";
+    /// One message from the client.
+    pub const SEND: &str = "/lp/send";
+    /// One message to the client, when there is one.
+    pub const RECV: &str = "/lp/recv";
+    /// Ends the session.
+    pub const DISCONNECT: &str = "/lp/disconnect";
+}
