@@ -51,14 +51,14 @@ fn assert_injective(bytes: &[u8]) -> Option<EphemeralMessage> {
     Some(msg)
 }
 
-/// `need` and `have` of a truncation error, wherever it was found.
+/// `needed` and `have` of a truncation error, wherever it was found.
 fn truncation(err: &MessageError) -> Option<(usize, usize)> {
     match err {
-        MessageError::Read(ReadError::Truncated { need, have, .. })
+        MessageError::Read(ReadError::Truncated { needed, have, .. })
         | MessageError::Signed {
-            source: DecodeError::Read(ReadError::Truncated { need, have, .. }),
+            source: DecodeError::Read(ReadError::Truncated { needed, have, .. }),
             ..
-        } => Some((*need, *have)),
+        } => Some((*needed, *have)),
         _ => None,
     }
 }
@@ -220,13 +220,13 @@ proptest! {
             Ok(claim) if claim <= remaining => ReadError::Truncated {
                 field: "signature",
                 offset: payload_at + claim,
-                need: 64,
+                needed: 64,
                 have: remaining - claim,
             },
             claim => ReadError::Truncated {
                 field: "payload",
                 offset: payload_at,
-                need: claim.unwrap_or(usize::MAX),
+                needed: claim.unwrap_or(usize::MAX),
                 have: remaining,
             },
         };
@@ -249,7 +249,7 @@ proptest! {
             ReadError::Truncated {
                 field: "topics",
                 offset: TOPICS_AT,
-                need: count * 32,
+                needed: count * 32,
                 have: present * 32,
             }
         } else {
@@ -612,7 +612,7 @@ fn strict_payload_len_u64_max_and_overflow_are_typed_errors() {
             source: DecodeError::Read(ReadError::Truncated {
                 field: "payload",
                 offset: PAYLOAD_LEN_AT + 9,
-                need: usize::MAX,
+                needed: usize::MAX,
                 have: 64
             })
         })

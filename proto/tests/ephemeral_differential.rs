@@ -584,7 +584,7 @@ fn table() -> Vec<Case> {
             ours: Err(MessageError::Read(ReadError::Truncated {
                 field: "topics",
                 offset: TOPICS_AT,
-                need: 96,
+                needed: 96,
                 have: 64,
             })),
             ours_verify: None,
@@ -637,7 +637,7 @@ fn table() -> Vec<Case> {
                 source: DecodeError::Read(ReadError::Truncated {
                     field: "topic",
                     offset: FIELDS_AT,
-                    need: 32,
+                    needed: 32,
                     have: 2,
                 }),
             }),
@@ -706,7 +706,7 @@ fn table() -> Vec<Case> {
                 source: DecodeError::Read(ReadError::Truncated {
                     field: "payload",
                     offset: PAYLOAD_LEN_AT + 9,
-                    need: usize::MAX,
+                    needed: usize::MAX,
                     have: 11 + 64,
                 }),
             }),

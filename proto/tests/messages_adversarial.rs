@@ -598,7 +598,7 @@ fn strict_blob_length_u64_max_after_a_valid_commit_is_a_typed_error() {
         decode(&bad),
         Err(MessageError::Read(ReadError::Truncated {
             field: "blob",
-            need: usize::MAX,
+            needed: usize::MAX,
             have: 0,
             ..
         }))

@@ -176,7 +176,7 @@ mod tests {
         let DecodeError::Read(ReadError::Truncated {
             field: "parents",
             offset,
-            need: 6400,
+            needed: 6400,
             ..
         }) = source
         else {
