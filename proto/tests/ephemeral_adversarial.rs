@@ -19,7 +19,7 @@ use bijou_proto::message::{
 };
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::strict::FIELD_PRIME;
-use bijou_signing::{DecodeError, Signed};
+use bijou_signing::{Signed, SignedDecodeError};
 use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -56,7 +56,7 @@ fn truncation(err: &MessageError) -> Option<(usize, usize)> {
     match err {
         MessageError::Read(ReadError::Truncated { needed, have, .. })
         | MessageError::Signed {
-            source: DecodeError::Read(ReadError::Truncated { needed, have, .. }),
+            source: SignedDecodeError::Read(ReadError::Truncated { needed, have, .. }),
             ..
         } => Some((*needed, *have)),
         _ => None,
@@ -232,7 +232,7 @@ proptest! {
         };
         prop_assert_eq!(
             decode(&bad).unwrap_err(),
-            MessageError::Signed { offset: 0, source: DecodeError::Read(expected) }
+            MessageError::Signed { offset: 0, source: SignedDecodeError::Read(expected) }
         );
     }
 
@@ -446,7 +446,7 @@ fn strict_trailing_bytes_after_the_signature_are_rejected() {
         );
         assert_eq!(
             Signed::<EphemeralPayload>::decode(Bytes::from(longer)).map(|_| ()),
-            Err(DecodeError::Read(expected))
+            Err(SignedDecodeError::Read(expected))
         );
     }
 }
@@ -479,7 +479,7 @@ fn strict_non_canonical_issuers_are_rejected() {
             decode(&bad),
             Err(MessageError::Signed {
                 offset: 0,
-                source: DecodeError::NonCanonicalIssuer { offset: 5 }
+                source: SignedDecodeError::NonCanonicalIssuer { offset: 5 }
             }),
             "issuer {issuer:02x?}"
         );
@@ -546,7 +546,7 @@ fn strict_the_discriminant_is_the_tag_so_a_wrong_one_never_reaches_the_signed_de
                 })
             );
         }
-        let wrong = DecodeError::WrongDiscriminant {
+        let wrong = SignedDecodeError::WrongDiscriminant {
             expected: 0,
             found: byte,
             offset: 4,
@@ -609,7 +609,7 @@ fn strict_payload_len_u64_max_and_overflow_are_typed_errors() {
         decode(&max),
         Err(MessageError::Signed {
             offset: 0,
-            source: DecodeError::Read(ReadError::Truncated {
+            source: SignedDecodeError::Read(ReadError::Truncated {
                 field: "payload",
                 offset: PAYLOAD_LEN_AT + 9,
                 needed: usize::MAX,
@@ -622,7 +622,7 @@ fn strict_payload_len_u64_max_and_overflow_are_typed_errors() {
         decode(&overflow),
         Err(MessageError::Signed {
             offset: 0,
-            source: DecodeError::Read(ReadError::Bijou64Overflow {
+            source: SignedDecodeError::Read(ReadError::Bijou64Overflow {
                 field: "payload_len",
                 offset: PAYLOAD_LEN_AT
             })

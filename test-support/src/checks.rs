@@ -22,7 +22,7 @@ use bijou_proto::message::{
     MessageError, Response, Scoped, SyncMessage, SyncResult,
 };
 use bijou_signing::ed25519_dalek::SigningKey;
-use bijou_signing::{DecodeError, HasBlobMeta, Payload, Signed, SIGNATURE_LEN};
+use bijou_signing::{HasBlobMeta, Payload, Signed, SignedDecodeError, SIGNATURE_LEN};
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -51,12 +51,12 @@ fn hex(bytes: &[u8]) -> String {
 
 // ---- messages -------------------------------------------------------------
 
-fn decode_error_offset(e: &DecodeError, fallback: usize) -> usize {
+fn decode_error_offset(e: &SignedDecodeError, fallback: usize) -> usize {
     match e {
-        DecodeError::Read(r) => r.offset(),
-        DecodeError::WrongSchema { offset, .. }
-        | DecodeError::WrongDiscriminant { offset, .. }
-        | DecodeError::NonCanonicalIssuer { offset } => *offset,
+        SignedDecodeError::Read(r) => r.offset(),
+        SignedDecodeError::WrongSchema { offset, .. }
+        | SignedDecodeError::WrongDiscriminant { offset, .. }
+        | SignedDecodeError::NonCanonicalIssuer { offset } => *offset,
         _ => fallback,
     }
 }
