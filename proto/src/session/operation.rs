@@ -7,7 +7,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::fmt;
 
-use bijou_codec::Wire;
+use bijou_codec::{Wire, WriteError};
 use bijou_signing::{Identity, PeerId};
 
 use crate::keyhive::{
@@ -22,7 +22,6 @@ use crate::time::Timestamp;
 
 use super::received::{Delivered, Received, Rejected, VerifiedMessage};
 use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotRefused};
-use super::SendRefused;
 
 /// An operation's id: unique within its session, counting from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -212,9 +211,10 @@ pub enum StartError {
         /// What was given.
         kind: &'static str,
     },
-    /// The message cannot be sent.
+    /// The operation's message cannot be encoded: a count does not fit
+    /// its field (a Subscribe of more than 65,535 topics, say).
     #[error(transparent)]
-    Send(#[from] SendRefused),
+    Encode(#[from] WriteError),
 }
 
 /// [`Session::sign_with`](super::Session::sign_with) was given another
@@ -309,7 +309,7 @@ impl Operations {
                     kind: "truncated LooseCommit",
                 })?;
                 let message = Message::Sync(message);
-                message.wire_len().map_err(SendRefused::from)?;
+                message.wire_len()?;
                 (State::Push { tree, head }, Some(message))
             }
             Operation::Fetch(tree) | Operation::Probe(tree) => {
@@ -325,7 +325,7 @@ impl Operations {
             Operation::Register(delegation) => (State::RegisterUnsigned(delegation), None),
             Operation::Subscribe(topics) => {
                 let message = Message::Ephemeral(EphemeralMessage::Subscribe(topics.clone()));
-                message.wire_len().map_err(SendRefused::from)?;
+                message.wire_len()?;
                 (State::Subscribe(topics), Some(message))
             }
         };
