@@ -21,7 +21,7 @@ use crate::rng::SeededRng;
 use crate::time::Timestamp;
 
 use super::received::{Delivered, Received, Rejected, VerifiedMessage};
-use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotRefused};
+use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotError};
 
 /// An operation's id: unique within its session, counting from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -622,10 +622,10 @@ impl Operations {
         &self,
         w: &mut bijou_codec::Writer<'_, bytes::BytesMut>,
         now: Timestamp,
-    ) -> Result<(), SnapshotRefused> {
+    ) -> Result<(), SnapshotError> {
         if !self.completed.is_empty() {
-            return Err(SnapshotRefused {
-                busy: "an ended operation waits in poll_completed",
+            return Err(SnapshotError::Busy {
+                what: "an ended operation waits in poll_completed",
             });
         }
         w.bijou64(self.last_id);
@@ -664,9 +664,13 @@ impl Operations {
                 State::RegisterAnswer(registration, answer) => {
                     // The answer goes in as received; a restore checks its
                     // signature again.
-                    let answer = answer.message().to_bytes().map_err(|_| SnapshotRefused {
-                        busy: "a keyhive answer does not encode",
-                    })?;
+                    let answer =
+                        answer
+                            .message()
+                            .to_bytes()
+                            .map_err(|_| SnapshotError::Unsupported {
+                                what: "a keyhive answer does not encode",
+                            })?;
                     w.u8(5);
                     w.u8(registration.stage());
                     let event = &registration.delegation().event;
