@@ -14,7 +14,7 @@ use bijou_frame::framing::FrameCodec;
 use bijou_frame::net::handshake::ConnectConfig;
 use bijou_frame::net::transport::FramedTransport;
 use bijou_frame::net::Connection;
-use bijou_frame::proto::handshake::HandshakeError;
+use bijou_frame::proto::handshake::{ChallengeError, HandshakeError};
 use bijou_frame::proto::message::{
     Audience, HandshakeMessage, Message, RejectionReason, SedimentreeId, VerifyItemError,
 };
@@ -152,10 +152,9 @@ async fn run() {
             .expect("event in time")
             .expect("server alive");
         match event {
-            Event::HandshakeFailed(ConnectError::Handshake(HandshakeError::Refused {
-                reason: RejectionReason::ReplayedNonce,
-                signature: None,
-            })) => replay_refused += 1,
+            Event::HandshakeFailed(ConnectError::Handshake(HandshakeError::Refused(
+                ChallengeError::ReplayedNonce { .. },
+            ))) => replay_refused += 1,
             Event::Rejected(peer, Rejected::Verify(VerifyItemError::Signature(e))) => {
                 assert_eq!(peer, evil_key.peer_id());
                 assert_eq!(

@@ -1,6 +1,6 @@
 use bytes::{Buf, BufMut};
 
-use crate::bijou64::{self, DecodeError};
+use crate::bijou64::{self, Bijou64Error};
 
 /// Reads bijou64 values from any [`Buf`], including non-contiguous ones.
 ///
@@ -19,19 +19,19 @@ use crate::bijou64::{self, DecodeError};
 pub trait BufExt: Buf {
     /// Reads one bijou64 value.
     ///
-    /// On [`DecodeError::Incomplete`] nothing is consumed, so a streaming
+    /// On [`Bijou64Error::Incomplete`] nothing is consumed, so a streaming
     /// caller can retry once more bytes arrive. On
-    /// [`DecodeError::Overflow`] the nine offending bytes are consumed
+    /// [`Bijou64Error::Overflow`] the nine offending bytes are consumed
     /// (the input is malformed; there is nothing to retry).
     ///
     /// # Errors
     ///
-    /// [`DecodeError::Incomplete`] with the exact missing count, or
-    /// [`DecodeError::Overflow`].
-    fn try_get_bijou64(&mut self) -> Result<u64, DecodeError> {
+    /// [`Bijou64Error::Incomplete`] with the exact missing count, or
+    /// [`Bijou64Error::Overflow`].
+    fn try_get_bijou64(&mut self) -> Result<u64, Bijou64Error> {
         let chunk = self.chunk();
         let Some(&first) = chunk.first() else {
-            return Err(DecodeError::Incomplete { needed: 1 });
+            return Err(Bijou64Error::Incomplete { missing: 1 });
         };
         let len = bijou64::len_from_first_byte(first);
         if chunk.len() >= len {
@@ -40,8 +40,8 @@ pub trait BufExt: Buf {
             return result;
         }
         if self.remaining() < len {
-            return Err(DecodeError::Incomplete {
-                needed: len - self.remaining(),
+            return Err(Bijou64Error::Incomplete {
+                missing: len - self.remaining(),
             });
         }
         // The encoding straddles chunks: gather it (at most 9 bytes).
@@ -83,7 +83,7 @@ mod tests {
             let mut short = a.chain(&b[..b.len() - 1]);
             assert_eq!(
                 short.try_get_bijou64(),
-                Err(DecodeError::Incomplete { needed: 1 })
+                Err(Bijou64Error::Incomplete { missing: 1 })
             );
             assert_eq!(short.remaining(), enc.len() - 1);
         }
@@ -93,10 +93,10 @@ mod tests {
     fn overflow_consumes_the_bad_value_in_both_layouts() {
         let bad = [0xFF; 10];
         let mut flat = &bad[..];
-        assert_eq!(flat.try_get_bijou64(), Err(DecodeError::Overflow));
+        assert_eq!(flat.try_get_bijou64(), Err(Bijou64Error::Overflow));
         assert_eq!(flat.remaining(), 1);
         let mut chain = bad[..3].chain(&bad[3..]);
-        assert_eq!(chain.try_get_bijou64(), Err(DecodeError::Overflow));
+        assert_eq!(chain.try_get_bijou64(), Err(Bijou64Error::Overflow));
         assert_eq!(chain.remaining(), 1);
     }
 }

@@ -15,19 +15,19 @@
 //! `80 80 00`, ... all mean 0), so a canonical decoder has to reject:
 //!
 //! - overlong forms: a multi-byte encoding whose last byte is `0x00`
-//!   ([`DecodeError::Overlong`]);
+//!   ([`Leb128Error::Overlong`]);
 //! - a 10th byte above `0x01`, which would overflow a `u64`
-//!   ([`DecodeError::Overflow`]);
+//!   ([`Leb128Error::Overflow`]);
 //! - a 10th byte with the continuation bit set, i.e. more than 10 bytes
-//!   ([`DecodeError::TooLong`]).
+//!   ([`Leb128Error::TooLong`]).
 //!
 //! [`decode`] is canonical; [`decode_lax`] accepts overlong forms (as most
 //! LEB128 crates do) and exists for comparison.
 //!
 //! ```
-//! use bijou_frame::codec::leb128::{decode, decode_lax, DecodeError};
+//! use bijou_frame::codec::leb128::{decode, decode_lax, Leb128Error};
 //! assert_eq!(decode(&[0xAC, 0x02]), Ok((300, 2)));
-//! assert_eq!(decode(&[0x80, 0x00]), Err(DecodeError::Overlong { len: 2 }));
+//! assert_eq!(decode(&[0x80, 0x00]), Err(Leb128Error::Overlong { len: 2 }));
 //! assert_eq!(decode_lax(&[0x80, 0x00]), Ok((0, 2)));
 //! ```
 
@@ -41,30 +41,33 @@ const CONTINUATION_BITS: u64 = 0x8080_8080_8080_8080;
 /// Why a byte string is not a (canonical) LEB128 `u64`.
 ///
 /// These are all the ways a byte string can fail to be a canonical LEB128
-/// `u64`, so this enum is exhaustive and will not grow.
+/// `u64`, so this enum is exhaustive and will not grow. (bijou64's are
+/// [`bijou64::Bijou64Error`](crate::bijou64::Bijou64Error): two of these
+/// cannot happen there.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
+pub enum Leb128Error {
     /// The input ends while a continuation bit asks for more. LEB128 cannot
-    /// say how many bytes are missing; `needed` is a lower bound (always 1).
-    #[error("LEB128 value incomplete: at least {needed} more byte(s) needed")]
+    /// say how many bytes are missing (at least one), so the error says
+    /// what arrived instead.
+    #[error("LEB128 value incomplete: all {have} byte(s) of the input have the continuation bit set; at least one more is needed")]
     Incomplete {
-        /// At least this many more bytes are needed.
-        needed: usize,
+        /// The input's length: every byte of it announced another.
+        have: usize,
     },
     /// A `len`-byte encoding whose last byte is zero: a shorter form exists.
-    #[error("non-canonical LEB128: {len}-byte encoding ends in a zero byte")]
+    #[error("non-canonical LEB128: the {len}-byte encoding ends in a zero byte, and a shorter one exists")]
     Overlong {
         /// Length of the rejected encoding.
         len: usize,
     },
     /// The 10th byte carries bits beyond `u64::MAX`.
-    #[error("LEB128 value overflows u64 (10th byte {last_byte:#04x} > 0x01)")]
+    #[error("LEB128 value overflows u64: its 10th byte is {last_byte:#04x}, at most 0x01 fits")]
     Overflow {
         /// The offending 10th byte.
         last_byte: u8,
     },
     /// The 10th byte has its continuation bit set: longer than 10 bytes.
-    #[error("LEB128 value longer than 10 bytes")]
+    #[error("LEB128 value longer than 10 bytes: the 10th byte has the continuation bit set, and a u64 needs at most 10")]
     TooLong,
 }
 
@@ -165,22 +168,22 @@ pub fn encode_slice(values: &[u64], out: &mut [u8]) -> Result<usize, BufferTooSm
 ///
 /// # Errors
 ///
-/// Any [`DecodeError`]: incomplete input, overlong forms, overflow, or more
+/// Any [`Leb128Error`]: incomplete input, overlong forms, overflow, or more
 /// than 10 bytes.
 ///
 /// ```
-/// use bijou_frame::codec::leb128::{decode, DecodeError};
+/// use bijou_frame::codec::leb128::{decode, Leb128Error};
 /// assert_eq!(decode(&[0x7F]), Ok((127, 1)));
 /// // unsigned-varint 0.8 accepts this as 2^63; it is not canonical.
 /// let bad = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x03];
-/// assert_eq!(decode(&bad), Err(DecodeError::Overflow { last_byte: 0x03 }));
+/// assert_eq!(decode(&bad), Err(Leb128Error::Overflow { last_byte: 0x03 }));
 /// ```
 #[inline(always)]
-pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
+pub fn decode(buf: &[u8]) -> Result<(u64, usize), Leb128Error> {
     let (value, len) = decode_lax(buf)?;
     // Overlong iff the last byte carries no bits (only possible for len > 1).
     if len > 1 && matches!(buf.get(len - 1), Some(0)) {
-        return Err(DecodeError::Overlong { len });
+        return Err(Leb128Error::Overlong { len });
     }
     Ok((value, len))
 }
@@ -191,10 +194,10 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 ///
 /// # Errors
 ///
-/// [`DecodeError::Incomplete`], [`DecodeError::Overflow`] or
-/// [`DecodeError::TooLong`].
+/// [`Leb128Error::Incomplete`], [`Leb128Error::Overflow`] or
+/// [`Leb128Error::TooLong`].
 #[inline(always)]
-pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
+pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), Leb128Error> {
     // A byte at a time with an early exit, unrolled. Each exit is a
     // predicted branch, so in a stream whose lengths repeat the CPU knows
     // where the next value starts before this one is assembled; a
@@ -231,11 +234,11 @@ pub fn decode_lax(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
 
 /// The 10th byte of a maximal encoding, on top of the 63 bits before it.
 #[inline(always)]
-fn last_byte(value: u64, byte: u8) -> Result<(u64, usize), DecodeError> {
+fn last_byte(value: u64, byte: u8) -> Result<(u64, usize), Leb128Error> {
     if byte >= 0x80 {
-        Err(DecodeError::TooLong)
+        Err(Leb128Error::TooLong)
     } else if byte > 1 {
-        Err(DecodeError::Overflow { last_byte: byte })
+        Err(Leb128Error::Overflow { last_byte: byte })
     } else {
         Ok((value | (u64::from(byte) << 63), MAX_LEN))
     }
@@ -243,7 +246,7 @@ fn last_byte(value: u64, byte: u8) -> Result<(u64, usize), DecodeError> {
 
 /// Inputs shorter than ten bytes (the end of a stream): a plain loop.
 #[cold]
-fn decode_short(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
+fn decode_short(buf: &[u8]) -> Result<(u64, usize), Leb128Error> {
     let mut value = 0u64;
     for (i, &byte) in buf.iter().enumerate().take(MAX_LEN - 1) {
         value |= u64::from(byte & 0x7F) << (7 * i);
@@ -253,7 +256,7 @@ fn decode_short(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
     }
     match buf.get(MAX_LEN - 1) {
         Some(&byte) => last_byte(value, byte),
-        None => Err(DecodeError::Incomplete { needed: 1 }),
+        None => Err(Leb128Error::Incomplete { have: buf.len() }),
     }
 }
 
@@ -285,7 +288,7 @@ impl<'a> DecodeIter<'a> {
 }
 
 impl Iterator for DecodeIter<'_> {
-    type Item = Result<u64, DecodeError>;
+    type Item = Result<u64, Leb128Error>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {

@@ -11,7 +11,7 @@
 //!   `decode` rejects trailing bytes.
 //! - [`Reader`] / [`Writer`]: field-by-field decoding (zero-copy over the
 //!   frame's `Bytes`, absolute offsets) and encoding (counts never
-//!   truncate), with errors that carry field, offset and need/have.
+//!   truncate), with errors that carry field, offset and needed/have.
 //! - [`BufExt`] / [`BufMutExt`]: bijou64 on `bytes::Buf` / `BufMut`.
 //!
 //! # Cargo features
@@ -64,9 +64,11 @@ pub use reader::{ReadError, Reader};
 pub use wire::{Wire, DECODE_HEAP_CONSTANT, DECODE_HEAP_PER_BYTE};
 pub use writer::{count, WriteError, Writer};
 
-/// An output slice too short for what had to be written into it.
+/// An output buffer too short for what had to be written into it; nothing
+/// was written. The slice encoders return it, and [`Wire::encode_into`]
+/// as [`WriteError::BufferTooSmall`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("output buffer too small: need {needed} bytes, have {have}")]
+#[error("output buffer too small: the encoding needs {needed} bytes, the buffer has room for {have}; pass one of at least {needed}")]
 pub struct BufferTooSmall {
     /// Bytes the encoding needs.
     pub needed: usize,

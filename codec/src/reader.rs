@@ -8,14 +8,16 @@ use crate::bijou64;
 #[non_exhaustive]
 pub enum ReadError {
     /// Fewer bytes remain than the field needs.
-    #[error("truncated reading {field} at offset {offset}: need {need} bytes, have {have}")]
+    #[error(
+        "truncated reading {field} at offset {offset}: it needs {needed} bytes, {have} remain"
+    )]
     Truncated {
         /// The field being read.
         field: &'static str,
         /// Where the field starts.
         offset: usize,
         /// Bytes the field needs (saturating at `usize::MAX`).
-        need: usize,
+        needed: usize,
         /// Bytes that remain.
         have: usize,
     },
@@ -67,18 +69,31 @@ pub enum ReadError {
         /// The value found.
         value: u64,
     },
-    /// A declared size that disagrees with the bytes actually present.
-    #[error("{field} at offset {offset} declares {declared} bytes but {actual} are present")]
-    SizeMismatch {
-        /// The size field.
-        field: &'static str,
-        /// Where the size field starts.
-        offset: usize,
-        /// The size it declares.
-        declared: u64,
-        /// The size found.
-        actual: u64,
-    },
+}
+
+impl ReadError {
+    /// The absolute offset every variant carries: where the field (or the
+    /// trailing bytes, or the offending element) starts.
+    ///
+    /// ```
+    /// use bijou_frame::codec::Reader;
+    /// let frame = bytes::Bytes::from_static(&[1, 2, 3]);
+    /// let mut r = Reader::new(&frame);
+    /// r.u16("kind")?;
+    /// assert_eq!(r.u16("len").map_err(|e| e.offset()), Err(2));
+    /// # Ok::<(), bijou_frame::codec::ReadError>(())
+    /// ```
+    #[must_use]
+    pub fn offset(&self) -> usize {
+        match *self {
+            Self::Truncated { offset, .. }
+            | Self::Bijou64Overflow { offset, .. }
+            | Self::TrailingBytes { offset, .. }
+            | Self::NotAscending { offset, .. }
+            | Self::Duplicate { offset, .. }
+            | Self::UnknownValue { offset, .. } => offset,
+        }
+    }
 }
 
 /// A zero-copy cursor over a frame.
@@ -96,7 +111,7 @@ pub enum ReadError {
 ///
 /// The reader borrows the whole frame's [`Bytes`]. Every read names the
 /// field it is reading, so an error says *what* failed and *where*:
-/// `truncated reading blob_size at offset 97: need 3 bytes, have 1`.
+/// `truncated reading blob_size at offset 97: it needs 3 bytes, 1 remain`.
 /// Offsets are absolute in the frame, also inside embedded values and
 /// sub-readers made with [`Reader::sub`]. Variable-length fields come out
 /// borrowed ([`Reader::bytes`]) or as zero-copy slices of the frame
@@ -122,7 +137,7 @@ pub enum ReadError {
 /// r.u16("count")?;
 /// assert_eq!(
 ///     r.bijou64("size"),
-///     Err(ReadError::Truncated { field: "size", offset: 2, need: 2, have: 1 })
+///     Err(ReadError::Truncated { field: "size", offset: 2, needed: 2, have: 1 })
 /// );
 /// # Ok::<(), ReadError>(())
 /// ```
@@ -214,11 +229,11 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn truncated(&self, field: &'static str, need: usize) -> ReadError {
+    fn truncated(&self, field: &'static str, needed: usize) -> ReadError {
         ReadError::Truncated {
             field,
             offset: self.offset(),
-            need,
+            needed,
             have: self.remaining(),
         }
     }
@@ -266,7 +281,7 @@ impl<'a> Reader<'a> {
     /// # Errors
     ///
     /// [`ReadError::Truncated`] if fewer than `len` bytes remain (a `len`
-    /// beyond `usize` reports `need: usize::MAX`).
+    /// beyond `usize` reports `needed: usize::MAX`).
     #[inline]
     pub fn shared_u64(&mut self, field: &'static str, len: u64) -> Result<Bytes, ReadError> {
         let len = usize::try_from(len).unwrap_or(usize::MAX);
@@ -278,7 +293,7 @@ impl<'a> Reader<'a> {
     /// # Errors
     ///
     /// [`ReadError::Truncated`] if fewer than `len` bytes remain (a `len`
-    /// beyond `usize` reports `need: usize::MAX`).
+    /// beyond `usize` reports `needed: usize::MAX`).
     #[inline]
     pub fn bytes_u64(&mut self, field: &'static str, len: u64) -> Result<&'a [u8], ReadError> {
         let len = usize::try_from(len).unwrap_or(usize::MAX);
@@ -317,7 +332,7 @@ impl<'a> Reader<'a> {
         <&[u8; N]>::try_from(bytes).map_err(|_| ReadError::Truncated {
             field,
             offset: start,
-            need: N,
+            needed: N,
             have,
         })
     }
@@ -399,7 +414,7 @@ impl<'a> Reader<'a> {
     ///
     /// # Errors
     ///
-    /// [`ReadError::Truncated`] with `need = count * elem_size` (saturating).
+    /// [`ReadError::Truncated`] with `needed = count * elem_size` (saturating).
     ///
     /// ```
     /// let frame = bytes::Bytes::from_static(&[0u8; 64]);
@@ -415,8 +430,8 @@ impl<'a> Reader<'a> {
     ) -> Result<usize, ReadError> {
         let count_usize = usize::try_from(count).unwrap_or(usize::MAX);
         match count_usize.checked_mul(elem_size) {
-            Some(need) if need <= self.remaining() => Ok(count_usize),
-            need => Err(self.truncated(field, need.unwrap_or(usize::MAX))),
+            Some(needed) if needed <= self.remaining() => Ok(count_usize),
+            needed => Err(self.truncated(field, needed.unwrap_or(usize::MAX))),
         }
     }
 
@@ -510,16 +525,16 @@ fn bijou64_error(
     field: &'static str,
     offset: usize,
     have: usize,
-    error: bijou64::DecodeError,
+    error: bijou64::Bijou64Error,
 ) -> ReadError {
     match error {
-        bijou64::DecodeError::Incomplete { needed } => ReadError::Truncated {
+        bijou64::Bijou64Error::Incomplete { missing } => ReadError::Truncated {
             field,
             offset,
-            need: have.saturating_add(needed),
+            needed: have.saturating_add(missing),
             have,
         },
-        bijou64::DecodeError::Overflow => ReadError::Bijou64Overflow { field, offset },
+        bijou64::Bijou64Error::Overflow => ReadError::Bijou64Overflow { field, offset },
     }
 }
 
@@ -539,7 +554,7 @@ mod tests {
             Err(ReadError::Truncated {
                 field: "c",
                 offset: 3,
-                need: 2,
+                needed: 2,
                 have: 1
             })
         );
@@ -567,7 +582,7 @@ mod tests {
             Err(ReadError::Truncated {
                 field: "v",
                 offset: 1,
-                need: 3,
+                needed: 3,
                 have: 2
             })
         );
@@ -601,7 +616,7 @@ mod tests {
             Err(ReadError::Truncated {
                 field: "parents",
                 offset: 0,
-                need: usize::MAX,
+                needed: usize::MAX,
                 have: 10
             })
         );

@@ -1,6 +1,6 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::{ReadError, Reader, WriteError, Writer};
+use crate::{BufferTooSmall, ReadError, Reader, WriteError, Writer};
 
 /// The most heap, per input byte, a decoder uses while decoding and holds
 /// in its result; see [`Wire`'s memory section](Wire#memory).
@@ -153,7 +153,7 @@ pub trait Wire: Sized {
         let len = self.wire_len()?;
         let have = out.remaining_mut();
         if have < len {
-            return Err(WriteError::BufferTooSmall { need: len, have });
+            return Err(BufferTooSmall { needed: len, have }.into());
         }
         self.write_sized(&mut Writer::new(out), len)?;
         debug_assert_eq!(
@@ -235,7 +235,10 @@ mod tests {
         let mut slot: &mut [u8] = &mut out;
         assert_eq!(
             0x0102_0304_u32.encode_into(&mut slot),
-            Err(WriteError::BufferTooSmall { need: 4, have: 3 })
+            Err(WriteError::BufferTooSmall(BufferTooSmall {
+                needed: 4,
+                have: 3
+            }))
         );
         assert_eq!(out, [0; 3]);
     }

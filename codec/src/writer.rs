@@ -1,13 +1,13 @@
 use bytes::BufMut;
 
-use crate::bijou64;
+use crate::{bijou64, BufferTooSmall};
 
 /// Why a value could not be encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
     /// A count or length does not fit its wire field.
-    #[error("{field} has {len} elements; the wire field holds at most {max}")]
+    #[error("{field} has {len} elements; the wire field holds at most {max}: send fewer (split the value across messages)")]
     CountTooLarge {
         /// The count field.
         field: &'static str,
@@ -17,14 +17,10 @@ pub enum WriteError {
         max: u64,
     },
     /// The output buffer cannot take the encoded value (a fixed-size
-    /// `BufMut` such as `&mut [u8]`); nothing was written.
-    #[error("output buffer too small: need {need} bytes, have {have}")]
-    BufferTooSmall {
-        /// Bytes the encoding needs.
-        need: usize,
-        /// Bytes the buffer can take.
-        have: usize,
-    },
+    /// `BufMut` such as `&mut [u8]`); nothing was written. The same
+    /// [`BufferTooSmall`] the slice encoders return.
+    #[error(transparent)]
+    BufferTooSmall(#[from] BufferTooSmall),
 }
 
 /// The encoding twin of [`Reader`](crate::Reader): writes fields into any

@@ -98,10 +98,10 @@ fn bijou64_decode_agrees_with_bijoux_on_random_bytes() {
         match bijoux::u64::decode(&bytes) {
             Ok(theirs) => assert_eq!(ours, Ok(theirs), "{bytes:02X?}"),
             Err(bijoux::u64::DecodeError::Overflow) => {
-                assert_eq!(ours, Err(bijou64::DecodeError::Overflow))
+                assert_eq!(ours, Err(bijou64::Bijou64Error::Overflow))
             }
             Err(_) => assert!(
-                matches!(ours, Err(bijou64::DecodeError::Incomplete { .. })),
+                matches!(ours, Err(bijou64::Bijou64Error::Incomplete { .. })),
                 "{bytes:02X?}: {ours:?}"
             ),
         }

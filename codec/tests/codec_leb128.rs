@@ -1,6 +1,6 @@
 //! Canonical LEB128: the rejection rules, with the known pitfalls.
 
-use bijou_codec::leb128::{self, DecodeError};
+use bijou_codec::leb128::{self, Leb128Error};
 
 /// Every overlong spelling of `value`: its canonical bytes with the last
 /// byte given a continuation bit, followed by `extra - 1` bytes of 0x80 and
@@ -34,7 +34,7 @@ fn every_overlong_form_of_the_named_values_is_rejected() {
             assert_eq!(lax, Ok((value, form.len())), "{form:02X?}");
             assert_eq!(
                 canonical,
-                Err(DecodeError::Overlong { len: form.len() }),
+                Err(Leb128Error::Overlong { len: form.len() }),
                 "{form:02X?}"
             );
         }
@@ -42,7 +42,7 @@ fn every_overlong_form_of_the_named_values_is_rejected() {
     // u64::MAX already takes 10 bytes: any longer form is too long.
     let mut eleven = vec![0xFF; 9];
     eleven.extend([0x81, 0x00]);
-    assert_eq!(leb128::decode(&eleven), Err(DecodeError::TooLong));
+    assert_eq!(leb128::decode(&eleven), Err(Leb128Error::TooLong));
 }
 
 #[test]
@@ -50,11 +50,11 @@ fn the_unsigned_varint_pitfall_is_rejected() {
     let bad = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x03];
     assert_eq!(
         leb128::decode(&bad),
-        Err(DecodeError::Overflow { last_byte: 0x03 })
+        Err(Leb128Error::Overflow { last_byte: 0x03 })
     );
     assert_eq!(
         leb128::decode_lax(&bad),
-        Err(DecodeError::Overflow { last_byte: 0x03 })
+        Err(Leb128Error::Overflow { last_byte: 0x03 })
     );
     // What unsigned-varint 0.8 makes of it, for the record.
     assert_eq!(
@@ -73,16 +73,16 @@ fn tenth_byte_rules() {
         max[9] = last;
         assert_eq!(
             leb128::decode(&max),
-            Err(DecodeError::Overflow { last_byte: last })
+            Err(Leb128Error::Overflow { last_byte: last })
         );
     }
     for last in 0x80..=0xFF {
         max[9] = last;
-        assert_eq!(leb128::decode(&max), Err(DecodeError::TooLong));
+        assert_eq!(leb128::decode(&max), Err(Leb128Error::TooLong));
     }
     // A 10th byte of 0x00 is overlong (9 bytes suffice).
     max[9] = 0x00;
-    assert_eq!(leb128::decode(&max), Err(DecodeError::Overlong { len: 10 }));
+    assert_eq!(leb128::decode(&max), Err(Leb128Error::Overlong { len: 10 }));
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn truncation_at_every_offset_is_incomplete() {
         for cut in 0..enc.len() {
             assert_eq!(
                 leb128::decode(&enc[..cut]),
-                Err(DecodeError::Incomplete { needed: 1 }),
+                Err(Leb128Error::Incomplete { have: cut }),
                 "{value} cut at {cut}"
             );
         }

@@ -1,7 +1,7 @@
 //! proptest properties of the codec: bijectivity, order, exact
 //! incompleteness, and no panics on adversarial input.
 
-use bijou_codec::bijou64::{self, DecodeError, OFFSETS};
+use bijou_codec::bijou64::{self, Bijou64Error, OFFSETS};
 use bijou_codec::{leb128, ReadError, Reader};
 use proptest::prelude::*;
 
@@ -58,17 +58,17 @@ proptest! {
         let bytes = encode(value);
         // With no bytes at all only the tag is known to be missing; from the
         // tag on, the missing count is exact.
-        prop_assert_eq!(bijou64::decode(&[]), Err(DecodeError::Incomplete { needed: 1 }));
+        prop_assert_eq!(bijou64::decode(&[]), Err(Bijou64Error::Incomplete { missing: 1 }));
         for cut in 1..bytes.len() {
             prop_assert_eq!(
                 bijou64::decode(&bytes[..cut]),
-                Err(DecodeError::Incomplete { needed: bytes.len() - cut })
+                Err(Bijou64Error::Incomplete { missing: bytes.len() - cut })
             );
             let frame = bytes::Bytes::copy_from_slice(&bytes[..cut]);
             let mut r = Reader::new(&frame);
             prop_assert_eq!(
                 r.bijou64("v"),
-                Err(ReadError::Truncated { field: "v", offset: 0, need: bytes.len(), have: cut })
+                Err(ReadError::Truncated { field: "v", offset: 0, needed: bytes.len(), have: cut })
             );
         }
     }
@@ -84,9 +84,9 @@ proptest! {
                     prop_assert_ne!(other, value, "bit {} flip kept the value", bit);
                     prop_assert_eq!(encode(other), &flipped[..used]);
                 }
-                Err(DecodeError::Incomplete { needed }) => {
+                Err(Bijou64Error::Incomplete { missing }) => {
                     prop_assert_eq!(
-                        needed,
+                        missing,
                         bijou64::len_from_first_byte(flipped[0]) - flipped.len()
                     );
                 }
@@ -102,7 +102,7 @@ proptest! {
         bytes.extend(std::iter::repeat_n(0u8, extra));
         prop_assert_eq!(
             bijou64::decode_exact(&bytes),
-            Err(bijou64::ExactError::Trailing { used, len: used + extra })
+            Err(bijou64::ExactError::TrailingBytes { offset: used, count: extra })
         );
         let frame = bytes::Bytes::copy_from_slice(&bytes);
         let mut r = Reader::new(&frame);
@@ -317,11 +317,11 @@ proptest! {
         for cut in 0..bytes.len() {
             let (field, start) = *starts.iter().rev().find(|(_, s)| *s <= cut).unwrap();
             match read_record(&bytes[..cut]) {
-                Err(ReadError::Truncated { field: f, offset, need, have }) => {
+                Err(ReadError::Truncated { field: f, offset, needed, have }) => {
                     prop_assert_eq!(f, field);
                     prop_assert_eq!(offset, start);
                     prop_assert_eq!(have, cut - start);
-                    prop_assert!(need > have);
+                    prop_assert!(needed > have);
                 }
                 other => prop_assert!(false, "cut {}: {:?}", cut, other),
             }
@@ -337,7 +337,7 @@ proptest! {
 
 /// A stream's values, then its first error if there is one.
 #[cfg(feature = "bulk")]
-type Decoded = Vec<Result<u64, DecodeError>>;
+type Decoded = Vec<Result<u64, Bijou64Error>>;
 
 /// The stream decoded with the single-value decoder: every value, then the
 /// first error if there is one.

@@ -8,7 +8,7 @@
 //! both ways: as it is, and followed by filler bytes that put it on the
 //! window path without changing its meaning.
 
-use bijou_codec::bijou64::{self, DecodeError, MAX_LEN, OFFSETS};
+use bijou_codec::bijou64::{self, Bijou64Error, MAX_LEN, OFFSETS};
 use bijou_codec::{ReadError, Reader};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
@@ -17,17 +17,17 @@ const SEED: u64 = 0x5EED_0FB1_0064;
 /// What `bijoux` says about `bytes`, in our error type. `bijoux` has no
 /// missing count, so an `Incomplete` carries the count computed from the
 /// first byte (the spec's: the first byte fixes the length).
-fn oracle(bytes: &[u8]) -> Result<(u64, usize), DecodeError> {
+fn oracle(bytes: &[u8]) -> Result<(u64, usize), Bijou64Error> {
     match bijoux::u64::decode(bytes) {
         Ok(decoded) => Ok(decoded),
-        Err(bijoux::u64::DecodeError::Overflow) => Err(DecodeError::Overflow),
+        Err(bijoux::u64::DecodeError::Overflow) => Err(Bijou64Error::Overflow),
         Err(bijoux::u64::DecodeError::BufferTooShort) => {
             let len = bytes
                 .first()
                 .map_or(1, |&tag| bijou64::len_from_first_byte(tag));
             assert!(len > bytes.len(), "bijoux: too short at {bytes:02X?}");
-            Err(DecodeError::Incomplete {
-                needed: len - bytes.len(),
+            Err(Bijou64Error::Incomplete {
+                missing: len - bytes.len(),
             })
         }
     }
@@ -45,12 +45,12 @@ fn check(bytes: &[u8]) {
         let with_filler = bijou64::decode(&padded);
         match expected {
             // A complete value ignores what follows it.
-            Ok(_) | Err(DecodeError::Overflow) => {
+            Ok(_) | Err(Bijou64Error::Overflow) => {
                 assert_eq!(with_filler, expected, "{bytes:02X?} + {filler}")
             }
             // An incomplete one now reads the filler as its payload: the
             // oracle decides on the padded bytes.
-            Err(DecodeError::Incomplete { .. }) => {
+            Err(Bijou64Error::Incomplete { .. }) => {
                 assert_eq!(with_filler, oracle(&padded), "{padded:02X?}")
             }
         }
@@ -60,7 +60,7 @@ fn check(bytes: &[u8]) {
 
 /// `Reader::bijou64` reports what `decode` does, with the field, the
 /// absolute offset and the exact need; it advances exactly on success.
-fn check_reader(bytes: &[u8], expected: Result<(u64, usize), DecodeError>) {
+fn check_reader(bytes: &[u8], expected: Result<(u64, usize), Bijou64Error>) {
     // Behind a 3-byte header, so that offsets are not zero.
     let mut framed = vec![0x01, 0x02, 0x03];
     framed.extend_from_slice(bytes);
@@ -73,7 +73,7 @@ fn check_reader(bytes: &[u8], expected: Result<(u64, usize), DecodeError>) {
             assert_eq!(read, Ok(value), "{bytes:02X?}");
             assert_eq!(r.offset(), 3 + used);
         }
-        Err(DecodeError::Overflow) => {
+        Err(Bijou64Error::Overflow) => {
             assert_eq!(
                 read,
                 Err(ReadError::Bijou64Overflow {
@@ -83,13 +83,13 @@ fn check_reader(bytes: &[u8], expected: Result<(u64, usize), DecodeError>) {
             );
             assert_eq!(r.offset(), 3, "no advance on error");
         }
-        Err(DecodeError::Incomplete { needed }) => {
+        Err(Bijou64Error::Incomplete { missing }) => {
             assert_eq!(
                 read,
                 Err(ReadError::Truncated {
                     field: "v",
                     offset: 3,
-                    need: bytes.len() + needed,
+                    needed: bytes.len() + missing,
                     have: bytes.len(),
                 }),
                 "{bytes:02X?}"
@@ -147,10 +147,10 @@ fn every_tier_boundary_whole_and_truncated_at_every_offset() {
         for cut in 0..bytes.len() {
             let prefix = &bytes[..cut];
             // Without its first byte the length is unknown: one more byte.
-            let needed = if cut == 0 { 1 } else { bytes.len() - cut };
+            let missing = if cut == 0 { 1 } else { bytes.len() - cut };
             assert_eq!(
                 bijou64::decode(prefix),
-                Err(DecodeError::Incomplete { needed }),
+                Err(Bijou64Error::Incomplete { missing }),
                 "{value} cut at {cut}"
             );
             check(prefix);
@@ -173,7 +173,7 @@ fn tier_8_overflows_exactly_past_u64_max() {
         let expected = if payload <= limit {
             Ok((OFFSETS[8] + payload, MAX_LEN))
         } else {
-            Err(DecodeError::Overflow)
+            Err(Bijou64Error::Overflow)
         };
         assert_eq!(oracle(&bytes), expected, "bijoux on {bytes:02X?}");
         check(&bytes);
@@ -184,7 +184,7 @@ fn tier_8_overflows_exactly_past_u64_max() {
     );
     assert_eq!(
         bijou64::decode(&[0xFF, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0x08, 0x00]),
-        Err(DecodeError::Overflow)
+        Err(Bijou64Error::Overflow)
     );
 }
 

@@ -1,12 +1,12 @@
 //! The published bijou64 vectors (tests/data/bijou64_vectors.txt), run as
 //! data against every entry point of the codec, plus tier boundaries ±1.
 
-use bijou_codec::bijou64::{self, DecodeError, OFFSETS};
+use bijou_codec::bijou64::{self, Bijou64Error, OFFSETS};
 use bijou_codec::{BufExt, BufMutExt, ReadError, Reader};
 
 enum Vector {
     Ok { value: u64, bytes: Vec<u8> },
-    Err { bytes: Vec<u8>, error: DecodeError },
+    Err { bytes: Vec<u8>, error: Bijou64Error },
 }
 
 fn hex(text: &str) -> Vec<u8> {
@@ -33,11 +33,11 @@ fn vectors() -> Vec<Vector> {
                 ["err", bytes, kind] => {
                     let bytes = hex(bytes);
                     let error = match *kind {
-                        "too-short" => DecodeError::Incomplete {
-                            needed: bijou64::len_from_first_byte(*bytes.first().unwrap_or(&0))
+                        "too-short" => Bijou64Error::Incomplete {
+                            missing: bijou64::len_from_first_byte(*bytes.first().unwrap_or(&0))
                                 - bytes.len(),
                         },
-                        "overflow" => DecodeError::Overflow,
+                        "overflow" => Bijou64Error::Overflow,
                         other => panic!("unknown error kind {other}"),
                     };
                     Vector::Err { bytes, error }
@@ -140,7 +140,7 @@ fn every_error_vector_fails_as_published() {
         }
         let read = Reader::new(&bytes::Bytes::copy_from_slice(&bytes)).bijou64("v");
         match error {
-            DecodeError::Overflow => assert_eq!(
+            Bijou64Error::Overflow => assert_eq!(
                 read,
                 Err(ReadError::Bijou64Overflow {
                     field: "v",
@@ -153,11 +153,11 @@ fn every_error_vector_fails_as_published() {
     // The exact missing counts of the two too-short vectors.
     assert_eq!(
         bijou64::decode(&[]),
-        Err(DecodeError::Incomplete { needed: 1 })
+        Err(Bijou64Error::Incomplete { missing: 1 })
     );
     assert_eq!(
         bijou64::decode(&[0xF9, 0x00]),
-        Err(DecodeError::Incomplete { needed: 1 })
+        Err(Bijou64Error::Incomplete { missing: 1 })
     );
 }
 

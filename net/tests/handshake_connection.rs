@@ -19,7 +19,7 @@ use bijou_net::transport::TransportError;
 use bijou_net::transport::{FramedTransport, Transport};
 use bijou_net::{Connection, SendError};
 use bijou_proto::handshake::{
-    HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
+    ChallengeError, HandshakeConfig, HandshakeError, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH,
 };
 use bijou_proto::message::{
     Audience, BlobMessage, Challenge, CommitId, HandshakeMessage, LooseCommit, Message,
@@ -150,10 +150,9 @@ async fn wrong_audience_is_refused_and_the_initiator_learns_why() {
         let refused_here = server.await.expect("join");
         assert!(matches!(
             refused_here,
-            Err(ConnectError::Handshake(HandshakeError::Refused {
-                reason: RejectionReason::InvalidAudience,
-                signature: None
-            }))
+            Err(ConnectError::Handshake(HandshakeError::Refused(
+                ChallengeError::InvalidAudience { .. }
+            )))
         ));
         // The responder refused; it was not refused.
         assert!(!refused_here.is_err_and(|e| e.is_audience_refused()));

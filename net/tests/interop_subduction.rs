@@ -556,7 +556,7 @@ async fn our_server_refuses_their_bad_challenges_for_every_reason() {
         let our_id = their_peer_id(&key(0x0E));
         let their_known = subduction_core::handshake::audience::Audience::known(our_id);
         let our_refusal = |outcome: Option<Result<_, ConnectError>>| match outcome {
-            Some(Err(ConnectError::Handshake(HandshakeError::Refused { reason, .. }))) => reason,
+            Some(Err(ConnectError::Handshake(HandshakeError::Refused(why)))) => why.reason(),
             other => panic!("expected our responder to refuse, got {other:?}"),
         };
         let their_reason = |err: subduction_websocket::tokio::client::ClientConnectError| match err

@@ -204,7 +204,7 @@ pub enum EphemeralRejected {
 #[non_exhaustive]
 pub enum PublishError {
     /// The payload is larger than [`EphemeralConfig::max_payload`].
-    #[error("ephemeral payload of {len} bytes exceeds the maximum of {max}")]
+    #[error("ephemeral payload of {len} bytes exceeds the maximum of {max}: send it in smaller parts (peers refuse more than their own maximum, 64 KiB by default)")]
     TooLarge {
         /// The payload length.
         len: usize,

@@ -567,8 +567,8 @@ fn a_sync_ops_of_empty_events_is_refused_without_the_memory() {
             );
         } else {
             assert!(
-                matches!(err, KeyhiveError::CborTruncated { field: "ops", need, .. }
-                    if need >= count as u64 * (2 + MIN_EVENT_LEN) as u64),
+                matches!(err, KeyhiveError::CborTruncated { field: "ops", needed, .. }
+                    if needed >= count as u64 * (2 + MIN_EVENT_LEN) as u64),
                 "{err}"
             );
         }

@@ -19,7 +19,7 @@ use bijou_proto::message::{
 };
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::strict::FIELD_PRIME;
-use bijou_signing::{DecodeError, Signed};
+use bijou_signing::{Signed, SignedDecodeError};
 use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -51,14 +51,14 @@ fn assert_injective(bytes: &[u8]) -> Option<EphemeralMessage> {
     Some(msg)
 }
 
-/// `need` and `have` of a truncation error, wherever it was found.
+/// `needed` and `have` of a truncation error, wherever it was found.
 fn truncation(err: &MessageError) -> Option<(usize, usize)> {
     match err {
-        MessageError::Read(ReadError::Truncated { need, have, .. })
+        MessageError::Read(ReadError::Truncated { needed, have, .. })
         | MessageError::Signed {
-            source: DecodeError::Read(ReadError::Truncated { need, have, .. }),
+            source: SignedDecodeError::Read(ReadError::Truncated { needed, have, .. }),
             ..
-        } => Some((*need, *have)),
+        } => Some((*needed, *have)),
         _ => None,
     }
 }
@@ -220,19 +220,19 @@ proptest! {
             Ok(claim) if claim <= remaining => ReadError::Truncated {
                 field: "signature",
                 offset: payload_at + claim,
-                need: 64,
+                needed: 64,
                 have: remaining - claim,
             },
             claim => ReadError::Truncated {
                 field: "payload",
                 offset: payload_at,
-                need: claim.unwrap_or(usize::MAX),
+                needed: claim.unwrap_or(usize::MAX),
                 have: remaining,
             },
         };
         prop_assert_eq!(
             decode(&bad).unwrap_err(),
-            MessageError::Signed { offset: 0, source: DecodeError::Read(expected) }
+            MessageError::Signed { offset: 0, source: SignedDecodeError::Read(expected) }
         );
     }
 
@@ -249,7 +249,7 @@ proptest! {
             ReadError::Truncated {
                 field: "topics",
                 offset: TOPICS_AT,
-                need: count * 32,
+                needed: count * 32,
                 have: present * 32,
             }
         } else {
@@ -446,7 +446,7 @@ fn strict_trailing_bytes_after_the_signature_are_rejected() {
         );
         assert_eq!(
             Signed::<EphemeralPayload>::decode(Bytes::from(longer)).map(|_| ()),
-            Err(DecodeError::Read(expected))
+            Err(SignedDecodeError::Read(expected))
         );
     }
 }
@@ -479,7 +479,7 @@ fn strict_non_canonical_issuers_are_rejected() {
             decode(&bad),
             Err(MessageError::Signed {
                 offset: 0,
-                source: DecodeError::NonCanonicalIssuer { offset: 5 }
+                source: SignedDecodeError::NonCanonicalIssuer { offset: 5 }
             }),
             "issuer {issuer:02x?}"
         );
@@ -546,7 +546,7 @@ fn strict_the_discriminant_is_the_tag_so_a_wrong_one_never_reaches_the_signed_de
                 })
             );
         }
-        let wrong = DecodeError::WrongDiscriminant {
+        let wrong = SignedDecodeError::WrongDiscriminant {
             expected: 0,
             found: byte,
             offset: 4,
@@ -609,10 +609,10 @@ fn strict_payload_len_u64_max_and_overflow_are_typed_errors() {
         decode(&max),
         Err(MessageError::Signed {
             offset: 0,
-            source: DecodeError::Read(ReadError::Truncated {
+            source: SignedDecodeError::Read(ReadError::Truncated {
                 field: "payload",
                 offset: PAYLOAD_LEN_AT + 9,
-                need: usize::MAX,
+                needed: usize::MAX,
                 have: 64
             })
         })
@@ -622,7 +622,7 @@ fn strict_payload_len_u64_max_and_overflow_are_typed_errors() {
         decode(&overflow),
         Err(MessageError::Signed {
             offset: 0,
-            source: DecodeError::Read(ReadError::Bijou64Overflow {
+            source: SignedDecodeError::Read(ReadError::Bijou64Overflow {
                 field: "payload_len",
                 offset: PAYLOAD_LEN_AT
             })

@@ -27,7 +27,7 @@ use bijou_proto::message::{
 };
 use bijou_signing::ed25519_dalek::{SigningKey, VerifyingKey};
 use bijou_signing::strict::FIELD_PRIME;
-use bijou_signing::{DecodeError, VerifyError};
+use bijou_signing::{SignedDecodeError, VerifyError};
 use bytes::Bytes;
 use future_form::Sendable;
 use futures::executor::block_on;
@@ -584,7 +584,7 @@ fn table() -> Vec<Case> {
             ours: Err(MessageError::Read(ReadError::Truncated {
                 field: "topics",
                 offset: TOPICS_AT,
-                need: 96,
+                needed: 96,
                 have: 64,
             })),
             ours_verify: None,
@@ -634,10 +634,10 @@ fn table() -> Vec<Case> {
                 offset: 0,
                 // The count and 30 topic bytes make a canonical issuer;
                 // the topic field is what is missing.
-                source: DecodeError::Read(ReadError::Truncated {
+                source: SignedDecodeError::Read(ReadError::Truncated {
                     field: "topic",
                     offset: FIELDS_AT,
-                    need: 32,
+                    needed: 32,
                     have: 2,
                 }),
             }),
@@ -650,7 +650,7 @@ fn table() -> Vec<Case> {
             theirs_verify: Some(false),
             ours: Err(MessageError::Signed {
                 offset: 0,
-                source: DecodeError::NonCanonicalIssuer { offset: 5 },
+                source: SignedDecodeError::NonCanonicalIssuer { offset: 5 },
             }),
             ours_verify: None,
         },
@@ -661,7 +661,7 @@ fn table() -> Vec<Case> {
             theirs_verify: Some(false),
             ours: Err(MessageError::Signed {
                 offset: 0,
-                source: DecodeError::NonCanonicalIssuer { offset: 5 },
+                source: SignedDecodeError::NonCanonicalIssuer { offset: 5 },
             }),
             ours_verify: None,
         },
@@ -680,7 +680,7 @@ fn table() -> Vec<Case> {
             theirs_verify: Some(false),
             ours: Err(MessageError::Signed {
                 offset: 0,
-                source: DecodeError::NonCanonicalIssuer { offset: 5 },
+                source: SignedDecodeError::NonCanonicalIssuer { offset: 5 },
             }),
             ours_verify: None,
         },
@@ -703,10 +703,10 @@ fn table() -> Vec<Case> {
             theirs_verify: None,
             ours: Err(MessageError::Signed {
                 offset: 0,
-                source: DecodeError::Read(ReadError::Truncated {
+                source: SignedDecodeError::Read(ReadError::Truncated {
                     field: "payload",
                     offset: PAYLOAD_LEN_AT + 9,
-                    need: usize::MAX,
+                    needed: usize::MAX,
                     have: 11 + 64,
                 }),
             }),
@@ -984,7 +984,7 @@ fn reason(err: &MessageError) -> &'static str {
         MessageError::Read(ReadError::TrailingBytes { .. }) => "trailing bytes",
         MessageError::Read(ReadError::Duplicate { .. }) => "duplicate topic",
         MessageError::Signed {
-            source: DecodeError::NonCanonicalIssuer { .. },
+            source: SignedDecodeError::NonCanonicalIssuer { .. },
             ..
         } => "non-canonical issuer",
         _ => "other",
@@ -1058,7 +1058,7 @@ fn compare(wire: &[u8], tally: &mut Tally) -> Result<(), TestCaseError> {
                     prop_assert!(distinct.len() < topics.len());
                 }
                 MessageError::Signed {
-                    source: DecodeError::NonCanonicalIssuer { .. },
+                    source: SignedDecodeError::NonCanonicalIssuer { .. },
                     ..
                 } => {
                     // Theirs accepts the encoding; it never verifies.

@@ -3,7 +3,9 @@
 //! driven with bytes and the time alone.
 
 use bijou_codec::Wire;
-use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Initiator, Responder};
+use bijou_proto::handshake::{
+    ChallengeError, HandshakeConfig, HandshakeError, Initiator, Responder,
+};
 use bijou_proto::message::{
     Audience, Challenge, HandshakeMessage, Rejection, RejectionReason, Response,
 };
@@ -33,7 +35,7 @@ fn refusal(responder: &Responder, message: Bytes, now: u64) -> RejectionReason {
         HandshakeMessage::Rejection(Rejection { reason, timestamp }) => {
             assert_eq!(timestamp, now);
             match answer.outcome {
-                Err(HandshakeError::Refused { reason: r, .. }) => assert_eq!(r, reason),
+                Err(HandshakeError::Refused(why)) => assert_eq!(why.reason(), reason),
                 other => panic!("{other:?}"),
             }
             reason
@@ -267,10 +269,7 @@ fn another_keys_signature_over_an_honest_challenge_is_refused() {
     let answer = responder.answer(&key(2), Bytes::from(swapped), Now::from_secs(NOW));
     assert!(matches!(
         answer.outcome,
-        Err(HandshakeError::Refused {
-            reason: RejectionReason::InvalidSignature,
-            signature: Some(_),
-        })
+        Err(HandshakeError::Refused(ChallengeError::InvalidSignature(_)))
     ));
     // Neither used up the nonce: the honest one still gets in once.
     assert!(accepted(&responder, Bytes::from(honest), NOW));
@@ -431,10 +430,9 @@ fn a_signer_that_answers_later_signs_the_same_handshake() {
     };
     assert!(matches!(
         replay.outcome,
-        Err(HandshakeError::Refused {
-            reason: RejectionReason::ReplayedNonce,
-            ..
-        })
+        Err(HandshakeError::Refused(
+            ChallengeError::ReplayedNonce { .. }
+        ))
     ));
     // A fresh challenge, signed properly: the same reply as `answer`.
     let fresh = Initiator::new(&client, audience, now, [5; 16]).expect("challenge");

@@ -243,7 +243,7 @@ fn lying_lengths_are_refused_before_allocation() {
             err,
             KeyhiveError::CborTruncated {
                 field: "signed",
-                need: u64::MAX,
+                needed: u64::MAX,
                 ..
             }
         ),
@@ -298,7 +298,7 @@ fn an_array_count_of_2_pow_64_in_a_keyhive_message_is_refused_before_allocation(
         found: vec![],
         pending: vec![],
     };
-    let mut cbor = message.to_cbor().unwrap();
+    let mut cbor = message.to_cbor();
     // `found` is the first empty array (0x80) after the key "found".
     let at = cbor.windows(6).position(|w| w == b"found\x80").unwrap() + 5;
     cbor.splice(
@@ -344,7 +344,7 @@ fn an_unknown_kind_and_non_shortest_forms_are_refused() {
         target: peer(2),
         confirmer_total: 5,
     };
-    let cbor = message.to_cbor().unwrap();
+    let cbor = message.to_cbor();
     let mut renamed = cbor.clone();
     let at = renamed
         .windows(16)

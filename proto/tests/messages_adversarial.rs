@@ -15,7 +15,7 @@ use bijou_proto::message::{
     HandshakeMessage, HeadsUpdate, LooseCommit, Message, MessageError, RemoteHeads, SedimentreeId,
     SignedItem, SyncDiff, SyncMessage, SyncResult, VerifyItemError,
 };
-use bijou_signing::{Blob, DecodeError, SealError, Signed, VerifyError};
+use bijou_signing::{Blob, SealError, Signed, SignedDecodeError, VerifyError};
 use bijou_test_support::messages::*;
 use bijou_test_support::strategy::*;
 use bytes::Bytes;
@@ -415,7 +415,7 @@ fn strict_unsorted_parents_are_rejected_even_when_validly_signed() {
     let err = Signed::<LooseCommit>::decode(Bytes::from(signed.clone())).unwrap_err();
     assert_eq!(
         err,
-        DecodeError::Read(ReadError::NotAscending {
+        SignedDecodeError::Read(ReadError::NotAscending {
             field: "parents",
             offset: second_parent,
             index: 1,
@@ -434,7 +434,7 @@ fn strict_unsorted_parents_are_rejected_even_when_validly_signed() {
         decode(&wire),
         Err(MessageError::Signed {
             offset: 53,
-            source: DecodeError::Read(ReadError::NotAscending {
+            source: SignedDecodeError::Read(ReadError::NotAscending {
                 field: "parents",
                 offset: 53 + second_parent,
                 index: 1,
@@ -598,7 +598,7 @@ fn strict_blob_length_u64_max_after_a_valid_commit_is_a_typed_error() {
         decode(&bad),
         Err(MessageError::Read(ReadError::Truncated {
             field: "blob",
-            need: usize::MAX,
+            needed: usize::MAX,
             have: 0,
             ..
         }))

@@ -596,7 +596,7 @@ fn a_registration_refuses_an_answer_out_of_turn_and_times_out_on_silence() {
         matches!(
             done.result,
             Err(OperationError::Keyhive(KeyhiveError::UnexpectedMessage {
-                got: "SyncConfirmation",
+                found: "SyncConfirmation",
                 expected: "MissingContactCard"
             }))
         ),

@@ -219,7 +219,7 @@ fn responder_under_a_signed_flood_lets_honest_peers_in_and_refuses_replays() {
                 .check_challenge(me.peer_id(), recorded, Now::from_secs(now))
                 .expect_err("replay accepted");
             assert!(matches!(
-                refusal.reason,
+                refusal.reason(),
                 RejectionReason::ReplayedNonce | RejectionReason::ClockDrift
             ));
         }

@@ -12,7 +12,7 @@ use bijou_proto::message::{
     Audience, CommitId, EphemeralMessage, HeadsUpdate, Message, RemoteHeads, SedimentreeId,
     SyncMessage, Topic, Topics,
 };
-use bijou_proto::session::snapshot::{RestoreError, SnapshotRefused, SNAPSHOT_VERSION};
+use bijou_proto::session::snapshot::{RestoreError, SnapshotError, SNAPSHOT_VERSION};
 use bijou_proto::session::{
     Delivered, Operation, OperationError, Outcome, Received, Rejected, Session, SessionConfig, Work,
 };
@@ -296,7 +296,7 @@ fn a_snapshot_waits_for_the_session_to_be_between_messages() {
         .unwrap();
     assert!(matches!(
         alice.snapshot(at(1)),
-        Err(SnapshotRefused { busy }) if busy.contains("being verified")
+        Err(SnapshotError::Busy { what }) if what.contains("being verified")
     ));
     while alice.poll_work(at(1)) != Work::Idle {}
     assert!(alice.snapshot(at(1)).is_err(), "the event waits");
@@ -311,7 +311,7 @@ fn a_snapshot_waits_for_the_session_to_be_between_messages() {
     let _ = alice.handle_timeout(at(3));
     assert!(matches!(
         alice.snapshot(at(3)),
-        Err(SnapshotRefused { busy }) if busy.contains("poll_completed")
+        Err(SnapshotError::Busy { what }) if what.contains("poll_completed")
     ));
     assert!(alice.poll_completed().is_some());
     let doc = bijou_proto::keyhive::DocumentKey::from_seed([3; 32]);

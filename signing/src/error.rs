@@ -7,24 +7,29 @@ use crate::{Blob, Digest, PeerId, Schema};
 ///
 /// The crate's error types. Each says what failed and where.
 ///
-/// | Error            | Raised by                                        |
-/// |------------------|--------------------------------------------------|
-/// | [`DecodeError`]  | `Signed::decode`, `Signed::read_from`            |
-/// | [`VerifyError`]  | `Signed::verify_strict`, `verify_batch`          |
-/// | [`SealError`]    | `Signed::seal`                                   |
-/// | [`BlobMismatch`] | `BlobMeta::verify`, `Verified::verify_blob`      |
+/// | Error                            | Raised by                                          |
+/// |----------------------------------|----------------------------------------------------|
+/// | [`SignedDecodeError`]            | `Signed::decode`, `Signed::read_from`              |
+/// | [`VerifyError`]                  | `Signed::verify_strict`, `verify_batch`, `Unsigned::sign` |
+/// | [`SealError`]                    | `Signed::seal`                                     |
+/// | [`BlobMismatch`]                 | `BlobMeta::verify`, `Verified::verify_blob`        |
+/// | [`ParseHexError`]                | `hex::parse`, `FromStr` of ids and digests         |
+/// | `key_file::KeyTextError`         | `key_file::parse_key`                              |
+/// | `key_file::KeyFileError`         | `key_file::generate`, `read_key_file`, `write_key_file` |
 ///
 /// Truncation, trailing bytes and malformed fields are the codec's
 /// [`ReadError`], wrapped unchanged, so they keep the field name, the
-/// absolute offset and need/have.
+/// absolute offset and needed/have.
+///
+/// [`ParseHexError`]: crate::hex::ParseHexError
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum DecodeError {
+pub enum SignedDecodeError {
     /// Truncated input, trailing bytes, or fields the payload type rejects.
     #[error(transparent)]
     Read(#[from] ReadError),
     /// The 4-byte schema header belongs to another type (checked first).
-    #[error("schema {found} at offset {offset}, expected {expected}")]
+    #[error("schema {found} at offset {offset}, expected {expected}: these bytes are another payload type")]
     WrongSchema {
         /// The payload type's schema.
         expected: Schema,
@@ -34,7 +39,7 @@ pub enum DecodeError {
         offset: usize,
     },
     /// The discriminant byte belongs to another type sharing the schema.
-    #[error("discriminant {found:#04x} at offset {offset}, expected {expected:#04x}")]
+    #[error("discriminant {found:#04x} at offset {offset}, expected {expected:#04x}: these bytes are another payload type of the same schema")]
     WrongDiscriminant {
         /// The payload type's discriminant.
         expected: u8,
@@ -45,7 +50,7 @@ pub enum DecodeError {
     },
     /// The issuer key is an alternative encoding of a point (y >= p, or a
     /// sign bit on x = 0); every point has exactly one accepted encoding.
-    #[error("issuer key at offset {offset} is not canonically encoded")]
+    #[error("issuer key at offset {offset} is not canonically encoded (y >= p, or a sign bit on x = 0): another spelling of a point, which no honest signer sends")]
     NonCanonicalIssuer {
         /// Where the issuer key starts.
         offset: usize,
@@ -100,7 +105,10 @@ pub enum SealError {
     #[error(transparent)]
     Encode(#[from] WriteError),
     /// The signer refused or failed (a remote or hardware signer may).
-    #[error("signer failed: {reason}")]
+    ///
+    /// `reason` is not marked as the error's source: without `std`,
+    /// `SignatureError` does not implement `Error`.
+    #[error("the signer failed: {reason} (check it holds the key and can be reached)")]
     Signer {
         /// The signer's error.
         reason: SignatureError,

@@ -117,7 +117,7 @@ mod verified;
 pub use blob::{Blob, BlobMeta, HasBlobMeta, VerifiedBlob};
 pub use blob_statement::BlobStatement;
 pub use digest::{Digest, DIGEST_LEN};
-pub use error::{BlobMismatch, DecodeError, SealError, VerifyError};
+pub use error::{BlobMismatch, SealError, SignedDecodeError, VerifyError};
 pub use identity::Identity;
 pub use payload::{Payload, Schema, ISSUER_LEN, SCHEMA_LEN, SIGNATURE_LEN};
 pub use peer_id::PeerId;

@@ -6,8 +6,8 @@ use ed25519_dalek::{Signature, VerifyingKey};
 
 use crate::{
     payload::{header_len, SCHEMA_LEN, SIGNATURE_LEN},
-    strict, DecodeError, Digest, Identity, Payload, PeerId, Schema, SealError, Unsigned, Verified,
-    VerifyError,
+    strict, Digest, Identity, Payload, PeerId, Schema, SealError, SignedDecodeError, Unsigned,
+    Verified, VerifyError,
 };
 
 /// ```
@@ -252,7 +252,7 @@ impl<T> Signed<T> {
 /// single pass of [`Signed`]'s docs; the read value holds a
 /// zero-copy slice of the reader's frame.
 impl<T: Payload> Wire for Signed<T> {
-    type Error = DecodeError;
+    type Error = SignedDecodeError;
 
     fn wire_len(&self) -> Result<usize, WriteError> {
         Ok(self.bytes.len())
@@ -263,11 +263,11 @@ impl<T: Payload> Wire for Signed<T> {
         Ok(())
     }
 
-    fn read_from(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    fn read_from(r: &mut Reader<'_>) -> Result<Self, SignedDecodeError> {
         let start = r.offset();
         let found = r.array::<SCHEMA_LEN>("schema")?;
         if found != T::SCHEMA {
-            return Err(DecodeError::WrongSchema {
+            return Err(SignedDecodeError::WrongSchema {
                 expected: Schema(T::SCHEMA),
                 found: Schema(found),
                 offset: start,
@@ -277,7 +277,7 @@ impl<T: Payload> Wire for Signed<T> {
             let offset = r.offset();
             let found = r.u8("discriminant")?;
             if found != expected {
-                return Err(DecodeError::WrongDiscriminant {
+                return Err(SignedDecodeError::WrongDiscriminant {
                     expected,
                     found,
                     offset,
@@ -287,7 +287,7 @@ impl<T: Payload> Wire for Signed<T> {
         let offset = r.offset();
         let issuer = r.array::<32>("issuer")?;
         if !strict::is_canonical_point(&issuer) {
-            return Err(DecodeError::NonCanonicalIssuer { offset });
+            return Err(SignedDecodeError::NonCanonicalIssuer { offset });
         }
         let payload = T::read_from(r)?;
         let signature = Signature::from_bytes(r.array_ref::<SIGNATURE_LEN>("signature")?);
@@ -397,7 +397,7 @@ mod tests {
         y[0] = y[0].wrapping_add(2);
         assert_eq!(
             Signed::<Byte>::decode(with_issuer(y)),
-            Err(DecodeError::NonCanonicalIssuer { offset: 4 })
+            Err(SignedDecodeError::NonCanonicalIssuer { offset: 4 })
         );
     }
 

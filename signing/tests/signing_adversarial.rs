@@ -12,8 +12,8 @@ mod signing_support;
 
 use bijou_codec::{ReadError, Reader, Wire};
 use bijou_signing::{
-    batch::verify_batch, ed25519_dalek::Signer as _, strict, Blob, BlobMismatch, DecodeError,
-    Payload, Signed, VerifyError,
+    batch::verify_batch, ed25519_dalek::Signer as _, strict, Blob, BlobMismatch, Payload, Signed,
+    SignedDecodeError, VerifyError,
 };
 use proptest::prelude::*;
 use signing_support::*;
@@ -30,20 +30,20 @@ fn fixed() -> Vec<u8> {
     wire
 }
 
-fn decode(wire: &[u8]) -> Result<Signed<Commit>, DecodeError> {
+fn decode(wire: &[u8]) -> Result<Signed<Commit>, SignedDecodeError> {
     Signed::decode(wire.to_vec().into())
 }
 
 /// Decodes and verifies `wire`, singly; must not verify.
 /// Reads one `Signed<Commit>` from the front of `wire` (as an embedded
 /// item is read) and returns it with the bytes it used.
-fn read_prefix(wire: bytes::Bytes) -> Result<(Signed<Commit>, usize), DecodeError> {
+fn read_prefix(wire: bytes::Bytes) -> Result<(Signed<Commit>, usize), SignedDecodeError> {
     let mut r = Reader::new(&wire);
     let signed = Signed::<Commit>::read_from(&mut r)?;
     Ok((signed, r.offset()))
 }
 
-fn verdict(wire: &[u8]) -> Result<Result<(), VerifyError>, DecodeError> {
+fn verdict(wire: &[u8]) -> Result<Result<(), VerifyError>, SignedDecodeError> {
     decode(wire).map(|s| s.verify_strict().map(|_| ()))
 }
 
@@ -55,7 +55,7 @@ fn truncation_at_every_offset_is_a_typed_truncation() {
     for len in 0..wire.len() {
         let cut = &wire[..len];
         let error = decode(cut).expect_err("a truncated message must not decode");
-        let DecodeError::Read(ReadError::Truncated {
+        let SignedDecodeError::Read(ReadError::Truncated {
             field,
             offset,
             have,
@@ -84,7 +84,7 @@ proptest! {
         let len = (wire.len() as f64 * cut) as usize;
         let result = Signed::<Commit>::decode(wire.slice(..len));
         prop_assert!(
-            matches!(result, Err(DecodeError::Read(ReadError::Truncated { .. }))),
+            matches!(result, Err(SignedDecodeError::Read(ReadError::Truncated { .. }))),
             "cut at {}: {:?}", len, result
         );
         prop_assert!(read_prefix(wire.slice(..len)).is_err());
@@ -129,12 +129,15 @@ fn every_single_bit_flip_fails_decoding_or_verification() {
             }
             Err(error) => {
                 let expected = match at {
-                    0..4 => matches!(error, DecodeError::WrongSchema { .. }),
-                    4 => matches!(error, DecodeError::WrongDiscriminant { offset: 4, .. }),
+                    0..4 => matches!(error, SignedDecodeError::WrongSchema { .. }),
+                    4 => matches!(
+                        error,
+                        SignedDecodeError::WrongDiscriminant { offset: 4, .. }
+                    ),
                     ISSUER_AT..FIELDS_AT => {
-                        matches!(error, DecodeError::NonCanonicalIssuer { offset: 5 })
+                        matches!(error, SignedDecodeError::NonCanonicalIssuer { offset: 5 })
                     }
-                    FIELDS_AT..SIG_AT => matches!(error, DecodeError::Read(_)),
+                    FIELDS_AT..SIG_AT => matches!(error, SignedDecodeError::Read(_)),
                     _ => false, // the signature bytes are not parsed
                 };
                 assert!(expected, "bit {bit}: {error:?}");
@@ -257,7 +260,7 @@ fn a_non_canonical_issuer_is_rejected_at_decode() {
         );
         assert_eq!(
             decode(&patched(&wire, ISSUER_AT, &encoding)).unwrap_err(),
-            DecodeError::NonCanonicalIssuer { offset: ISSUER_AT }
+            SignedDecodeError::NonCanonicalIssuer { offset: ISSUER_AT }
         );
     }
 }
@@ -368,7 +371,7 @@ fn schema_and_discriminant_are_checked_first_with_distinct_errors() {
     let wire = fixed();
     assert_eq!(
         Signed::<Plain>::decode(wire.clone().into()).unwrap_err(),
-        DecodeError::WrongSchema {
+        SignedDecodeError::WrongSchema {
             expected: bijou_signing::Schema(*b"TPL\x00"),
             found: bijou_signing::Schema(*b"TST\x00"),
             offset: 0,
@@ -376,7 +379,7 @@ fn schema_and_discriminant_are_checked_first_with_distinct_errors() {
     );
     assert_eq!(
         Signed::<Twin>::decode(wire.clone().into()).unwrap_err(),
-        DecodeError::WrongDiscriminant {
+        SignedDecodeError::WrongDiscriminant {
             expected: 1,
             found: 0,
             offset: 4,
@@ -388,11 +391,11 @@ fn schema_and_discriminant_are_checked_first_with_distinct_errors() {
     junk.extend_from_slice(&[0xFF; 10]);
     assert!(matches!(
         decode(&junk),
-        Err(DecodeError::WrongSchema { found, .. }) if found == *b"XXXX"
+        Err(SignedDecodeError::WrongSchema { found, .. }) if found == *b"XXXX"
     ));
     assert!(matches!(
         decode(b"TST\x00\x07"),
-        Err(DecodeError::WrongDiscriminant { found: 7, .. })
+        Err(SignedDecodeError::WrongDiscriminant { found: 7, .. })
     ));
 }
 
@@ -439,7 +442,7 @@ fn trailing_bytes_are_rejected_but_read_from_stops_before_them() {
         longer.extend_from_slice(extra);
         assert_eq!(
             decode(&longer).unwrap_err(),
-            DecodeError::Read(ReadError::TrailingBytes {
+            SignedDecodeError::Read(ReadError::TrailingBytes {
                 offset: LEN,
                 count: extra.len(),
             })
@@ -493,7 +496,7 @@ fn unsorted_or_duplicate_parents_are_rejected_by_the_payload_decoder() {
         wire.extend_from_slice(&key.sign(&message).to_bytes());
         assert!(matches!(
             decode(&wire),
-            Err(DecodeError::Read(ReadError::NotAscending {
+            Err(SignedDecodeError::Read(ReadError::NotAscending {
                 field: "parents",
                 index: 1,
                 ..

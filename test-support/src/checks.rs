@@ -11,7 +11,7 @@
 //! is a bug in the decoders (or in this oracle), never a property of the
 //! input.
 
-use bijou_codec::{ReadError, Wire};
+use bijou_codec::Wire;
 use bijou_framing::prefix::{Bijou64, Leb128, LengthPrefix, U32Be};
 use bijou_framing::{FrameCodec, FrameError};
 use bijou_net::MessageCodec;
@@ -22,7 +22,7 @@ use bijou_proto::message::{
     MessageError, Response, Scoped, SyncMessage, SyncResult,
 };
 use bijou_signing::ed25519_dalek::SigningKey;
-use bijou_signing::{DecodeError, HasBlobMeta, Payload, Signed, SIGNATURE_LEN};
+use bijou_signing::{HasBlobMeta, Payload, Signed, SignedDecodeError, SIGNATURE_LEN};
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -51,24 +51,12 @@ fn hex(bytes: &[u8]) -> String {
 
 // ---- messages -------------------------------------------------------------
 
-fn read_error_offset(e: &ReadError) -> Option<usize> {
-    match *e {
-        ReadError::Truncated { offset, .. }
-        | ReadError::Bijou64Overflow { offset, .. }
-        | ReadError::TrailingBytes { offset, .. }
-        | ReadError::NotAscending { offset, .. }
-        | ReadError::UnknownValue { offset, .. }
-        | ReadError::SizeMismatch { offset, .. } => Some(offset),
-        _ => None,
-    }
-}
-
-fn decode_error_offset(e: &DecodeError, fallback: usize) -> usize {
+fn decode_error_offset(e: &SignedDecodeError, fallback: usize) -> usize {
     match e {
-        DecodeError::Read(r) => read_error_offset(r).unwrap_or(fallback),
-        DecodeError::WrongSchema { offset, .. }
-        | DecodeError::WrongDiscriminant { offset, .. }
-        | DecodeError::NonCanonicalIssuer { offset } => *offset,
+        SignedDecodeError::Read(r) => r.offset(),
+        SignedDecodeError::WrongSchema { offset, .. }
+        | SignedDecodeError::WrongDiscriminant { offset, .. }
+        | SignedDecodeError::NonCanonicalIssuer { offset } => *offset,
         _ => fallback,
     }
 }
@@ -76,7 +64,7 @@ fn decode_error_offset(e: &DecodeError, fallback: usize) -> usize {
 /// Where in the message decoding failed (absolute offset).
 pub fn message_error_offset(e: &MessageError) -> Option<usize> {
     match e {
-        MessageError::Read(r) => read_error_offset(r),
+        MessageError::Read(r) => Some(r.offset()),
         MessageError::UnknownSchema { .. } => Some(0),
         MessageError::TotalSize { .. } => Some(4),
         MessageError::RetiredTag { offset, .. } => Some(*offset),

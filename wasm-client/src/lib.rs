@@ -180,7 +180,7 @@ impl Client {
         // A push or a fetch sends one message, checked by `start`.
         let message = self.session.poll_transmit();
         let bytes = message.map(|m| m.encode()).transpose();
-        let bytes = bytes.map_err(|e| StartError::Send(e.into()))?;
+        let bytes = bytes.map_err(StartError::Encode)?;
         Ok((id, bytes.unwrap_or_default()))
     }
 

@@ -31,7 +31,7 @@
 //! ends the run of the cycle decoder, so a guess of the period costs time
 //! but never a wrong value.
 
-use super::{len_from_first_byte, tag_of_len, DecodeError, FIRST_MULTI_BYTE_TAG, OFFSETS};
+use super::{len_from_first_byte, tag_of_len, Bijou64Error, FIRST_MULTI_BYTE_TAG, OFFSETS};
 
 /// Bytes a group may span, so every position in it fits a `u8`.
 const GROUP_BYTES: usize = 256;
@@ -180,7 +180,7 @@ impl Cycle {
         f: &mut F,
     ) -> (B, usize)
     where
-        F: FnMut(B, Result<u64, DecodeError>) -> B,
+        F: FnMut(B, Result<u64, Bijou64Error>) -> B,
     {
         let mut p = *pos;
         let mut decoded = 0;
@@ -226,7 +226,7 @@ pub(super) fn cycle_values<B, F>(
     f: &mut F,
 ) -> Result<(B, usize), B>
 where
-    F: FnMut(B, Result<u64, DecodeError>) -> B,
+    F: FnMut(B, Result<u64, Bijou64Error>) -> B,
 {
     #[cfg(test)]
     SEARCHES.with(|searches| searches.set(searches.get() + 1));

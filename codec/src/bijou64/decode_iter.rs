@@ -14,7 +14,7 @@
 use super::decode_cycle::{cycle_values, shortest_period};
 use super::decode_lanes::{two_lane_values, LaneScratch};
 use super::{
-    decode, finish_decode, tag_of_len, DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS,
+    decode, finish_decode, tag_of_len, Bijou64Error, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS,
 };
 
 /// Decodes concatenated values from `buf`, front to back.
@@ -225,7 +225,7 @@ fn all_one_byte(block: &[u8; BULK]) -> bool {
 #[inline(never)]
 fn one_byte_values<B, F>(buf: &[u8], cursor: &mut usize, mut acc: B, f: &mut F) -> B
 where
-    F: FnMut(B, Result<u64, DecodeError>) -> B,
+    F: FnMut(B, Result<u64, Bijou64Error>) -> B,
 {
     let mut pos = *cursor;
     while let Some(block) = pos.checked_add(BULK).and_then(|end| buf.get(pos..end)) {
@@ -290,7 +290,7 @@ const fn run_value<const LEN: usize>(window: u64) -> u64 {
 #[inline(always)]
 fn run<const LEN: usize, B, F>(buf: &[u8], pos: &mut usize, mut acc: B, f: &mut F) -> Flow<B>
 where
-    F: FnMut(B, Result<u64, DecodeError>) -> B,
+    F: FnMut(B, Result<u64, Bijou64Error>) -> B,
 {
     let tag = tag_of_len(LEN);
     // A group: RUN_UNROLL values, the last with a full 9-byte window.
@@ -320,7 +320,7 @@ where
         }
         if !run_fits::<LEN>(window) {
             *pos = p;
-            return Flow::Done(f(acc, Err(DecodeError::Overflow)));
+            return Flow::Done(f(acc, Err(Bijou64Error::Overflow)));
         }
         acc = f(acc, Ok(run_value::<LEN>(window)));
         p += LEN;
@@ -360,14 +360,14 @@ impl<'a> DecodeIter<'a> {
     }
 
     /// Ends the iteration after an error.
-    fn fuse(&mut self, err: DecodeError) -> Result<u64, DecodeError> {
+    fn fuse(&mut self, err: Bijou64Error) -> Result<u64, Bijou64Error> {
         self.pos = self.buf.len();
         Err(err)
     }
 
     /// The last few bytes of the stream, with the careful decoder.
     #[cold]
-    fn next_near_end(&mut self) -> Option<Result<u64, DecodeError>> {
+    fn next_near_end(&mut self) -> Option<Result<u64, Bijou64Error>> {
         let rest = self.remainder();
         if rest.is_empty() {
             return None;
@@ -383,7 +383,7 @@ impl<'a> DecodeIter<'a> {
 }
 
 impl Iterator for DecodeIter<'_> {
-    type Item = Result<u64, DecodeError>;
+    type Item = Result<u64, Bijou64Error>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
@@ -398,7 +398,7 @@ impl Iterator for DecodeIter<'_> {
                 Some(Ok(value))
             }
             Step::NearEnd => self.next_near_end(),
-            Step::Overflow => Some(self.fuse(DecodeError::Overflow)),
+            Step::Overflow => Some(self.fuse(Bijou64Error::Overflow)),
         }
     }
 
@@ -426,7 +426,7 @@ impl Iterator for DecodeIter<'_> {
                         acc = f(acc, Ok(value));
                     }
                     Step::NearEnd => break $done,
-                    Step::Overflow => return f(acc, Err(DecodeError::Overflow)),
+                    Step::Overflow => return f(acc, Err(Bijou64Error::Overflow)),
                 }
             };
         }
@@ -542,7 +542,7 @@ pub(super) mod tests {
     use super::*;
     use alloc::vec::Vec;
 
-    type Decoded = Vec<Result<u64, DecodeError>>;
+    type Decoded = Vec<Result<u64, Bijou64Error>>;
 
     fn encode_all(values: &[u64]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -605,7 +605,7 @@ pub(super) mod tests {
         poisoned.extend_from_slice(&[0xFF; 9]);
         poisoned.extend_from_slice(&bytes[cut..]);
         let expected = reference_decode(&poisoned);
-        assert_eq!(expected.last(), Some(&Err(DecodeError::Overflow)));
+        assert_eq!(expected.last(), Some(&Err(Bijou64Error::Overflow)));
         assert_eq!(collect_next(&poisoned), expected);
         assert_eq!(collect_fold(&poisoned), expected);
     }

@@ -42,7 +42,7 @@
 //! of step through a run of tier-8 values, say) costs up to twice one
 //! lane's work: lane 1's is wasted, lane 0 still decodes every value.
 
-use super::{DecodeError, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
+use super::{Bijou64Error, FIRST_MULTI_BYTE_TAG, MAX_LEN, OFFSETS};
 
 /// Bytes between the two lanes' starting points.
 pub(super) const SPAN: usize = 256;
@@ -144,7 +144,7 @@ pub(super) fn two_lane_values<B, F>(
     at_least: usize,
 ) -> B
 where
-    F: FnMut(B, Result<u64, DecodeError>) -> B,
+    F: FnMut(B, Result<u64, Bijou64Error>) -> B,
 {
     let mut decoded = 0;
     while decoded < at_least {
@@ -172,7 +172,7 @@ fn round<B, F>(
     kept: &mut LaneScratch,
 ) -> (B, usize)
 where
-    F: FnMut(B, Result<u64, DecodeError>) -> B,
+    F: FnMut(B, Result<u64, Bijou64Error>) -> B,
 {
     let start = *pos;
     let guess = start + SPAN;
@@ -273,7 +273,7 @@ pub(super) mod tests {
     use super::*;
     use alloc::vec::Vec;
 
-    type Decoded = Vec<Result<u64, DecodeError>>;
+    type Decoded = Vec<Result<u64, Bijou64Error>>;
 
     /// What `two_lane_values` hands out from the front of `bytes`, where it
     /// stops, and how many values lane 1 gave.

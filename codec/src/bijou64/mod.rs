@@ -30,8 +30,8 @@
 //! | `0xFF`       | 9      | 72 340 172 838 076 920  |
 //!
 //! Lexicographic byte order equals numeric order. A decoder has exactly two
-//! failure modes: [`DecodeError::Incomplete`] (with the exact number of
-//! missing bytes) and [`DecodeError::Overflow`] (a tier-8 payload that would
+//! failure modes: [`Bijou64Error::Incomplete`] (with the exact number of
+//! missing bytes) and [`Bijou64Error::Overflow`] (a tier-8 payload that would
 //! exceed `u64::MAX`).
 //!
 //! # Example
@@ -48,7 +48,7 @@
 //! // A prefix says exactly how much is missing.
 //! assert_eq!(
 //!     bijou64::decode(&[0xF9, 0x00]),
-//!     Err(bijou64::DecodeError::Incomplete { needed: 1 })
+//!     Err(bijou64::Bijou64Error::Incomplete { missing: 1 })
 //! );
 //! ```
 
@@ -88,18 +88,24 @@ const FIRST_MULTI_BYTE_TAG: u8 = 0xF8;
 /// Why a byte string is not a bijou64 value.
 ///
 /// The spec defines exactly these two failures, so this enum is exhaustive
-/// and will not grow: a `match` needs no catch-all arm.
+/// and will not grow: a `match` needs no catch-all arm. (LEB128's are
+/// [`leb128::Leb128Error`](crate::leb128::Leb128Error): that format fails
+/// in more ways.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    /// The input ends before the encoding does; `needed` more bytes are
-    /// required (exact, since the first byte fixes the length).
-    #[error("bijou64 value incomplete: {needed} more byte(s) needed")]
+pub enum Bijou64Error {
+    /// The input ends before the encoding does; `missing` more bytes are
+    /// required (exact, since the first byte fixes the length). The field
+    /// counts the bytes still to come, not the encoding's length (which is
+    /// what `needed` means in [`ReadError::Truncated`](crate::ReadError)):
+    /// a streaming caller waits for exactly this many more.
+    #[error("bijou64 value incomplete: its first byte announces {missing} more byte(s) than the input holds; wait for them")]
     Incomplete {
         /// How many more bytes the encoding needs.
-        needed: usize,
+        missing: usize,
     },
-    /// A tier-8 payload whose value would exceed `u64::MAX`.
-    #[error("bijou64 value overflows u64")]
+    /// A tier-8 payload (tag `0xFF`) whose value would exceed `u64::MAX`:
+    /// no encoder writes it.
+    #[error("bijou64 value overflows u64: a tier-8 payload above 0xFEFE_FEFE_FEFE_FE07, which no encoder writes")]
     Overflow,
 }
 
@@ -301,12 +307,12 @@ pub use encode_slice::encode_slice;
 /// steps.
 #[cfg(feature = "bulk")]
 #[inline(always)]
-fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
+fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), Bijou64Error> {
     let tier = u32::from(tag) - u32::from(FIRST_MULTI_BYTE_TAG - 1); // 1..=8
     let payload = window >> (8 * (8 - tier));
     let (value, overflow) = OFFSETS_BY_NIBBLE[(tier & 15) as usize].overflowing_add(payload);
     if overflow {
-        return Err(DecodeError::Overflow);
+        return Err(Bijou64Error::Overflow);
     }
     Ok((
         value,
@@ -320,14 +326,14 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 ///
 /// # Errors
 ///
-/// [`DecodeError::Incomplete`] with the exact number of missing bytes, or
-/// [`DecodeError::Overflow`] for a tier-8 payload past `u64::MAX`.
+/// [`Bijou64Error::Incomplete`] with the exact number of missing bytes, or
+/// [`Bijou64Error::Overflow`] for a tier-8 payload past `u64::MAX`.
 ///
 /// ```
-/// use bijou_frame::codec::bijou64::{decode, DecodeError};
+/// use bijou_frame::codec::bijou64::{decode, Bijou64Error};
 /// assert_eq!(decode(&[0xF8, 0x34, 0xEE]), Ok((300, 2)));
-/// assert_eq!(decode(&[]), Err(DecodeError::Incomplete { needed: 1 }));
-/// assert_eq!(decode(&[0xFF; 9]), Err(DecodeError::Overflow));
+/// assert_eq!(decode(&[]), Err(Bijou64Error::Incomplete { missing: 1 }));
+/// assert_eq!(decode(&[0xFF; 9]), Err(Bijou64Error::Overflow));
 /// ```
 // How it is fast. A caller decodes the next value at `pos + used`, so the
 // length is on the critical path of every message read. Computed from the
@@ -351,7 +357,7 @@ fn finish_decode(tag: u8, window: u64) -> Result<(u64, usize), DecodeError> {
 // one runs the others at 0.95-1.01 and `mixed` at 0.93. Fewer than 9 bytes
 // left (only near the end of the input) go to `decode_short`.
 #[inline]
-pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
+pub fn decode(buf: &[u8]) -> Result<(u64, usize), Bijou64Error> {
     if let Some(&tag) = buf.first() {
         if tag < FIRST_MULTI_BYTE_TAG {
             return Ok((u64::from(tag), 1));
@@ -364,8 +370,8 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
         // an out-of-line function would go through memory and slow down
         // every caller's loop.
         return match decode_short(buf) {
-            (value, 0) => Err(DecodeError::Incomplete {
-                needed: value as usize,
+            (value, 0) => Err(Bijou64Error::Incomplete {
+                missing: value as usize,
             }),
             (value, used) => Ok((value, used)),
         };
@@ -408,7 +414,7 @@ pub fn decode(buf: &[u8]) -> Result<(u64, usize), DecodeError> {
         // payload can carry the sum past `u64::MAX`.
         _ => match OFFSETS[8].checked_add(be8(1)) {
             Some(value) => (value, MAX_LEN),
-            None => return Err(DecodeError::Overflow),
+            None => return Err(Bijou64Error::Overflow),
         },
     };
     Ok((value, len))
@@ -457,22 +463,22 @@ fn decode_short(buf: &[u8]) -> (u64, usize) {
 ///
 /// # Errors
 ///
-/// As [`decode`], plus [`ExactError::Trailing`] if bytes are left over.
+/// As [`decode`], plus [`ExactError::TrailingBytes`] if bytes are left
+/// over.
 ///
 /// ```
 /// use bijou_frame::codec::bijou64::{decode_exact, ExactError};
 /// assert_eq!(decode_exact(&[0x2A]), Ok(42));
-/// assert_eq!(decode_exact(&[0x2A, 0x00]), Err(ExactError::Trailing { used: 1, len: 2 }));
+/// assert_eq!(decode_exact(&[0x2A, 0x00]), Err(ExactError::TrailingBytes { offset: 1, count: 1 }));
 /// ```
 pub fn decode_exact(buf: &[u8]) -> Result<u64, ExactError> {
     let (value, used) = decode(buf)?;
-    if used == buf.len() {
-        Ok(value)
-    } else {
-        Err(ExactError::Trailing {
-            used,
-            len: buf.len(),
-        })
+    match buf.len() - used {
+        0 => Ok(value),
+        count => Err(ExactError::TrailingBytes {
+            offset: used,
+            count,
+        }),
     }
 }
 
@@ -482,14 +488,15 @@ pub fn decode_exact(buf: &[u8]) -> Result<u64, ExactError> {
 pub enum ExactError {
     /// The value itself did not decode.
     #[error(transparent)]
-    Decode(#[from] DecodeError),
-    /// The value used `used` of the `len` input bytes.
-    #[error("bijou64 value used {used} of {len} bytes; trailing bytes rejected")]
-    Trailing {
-        /// Bytes the value occupied.
-        used: usize,
-        /// Bytes supplied.
-        len: usize,
+    Decode(#[from] Bijou64Error),
+    /// Bytes are left after the value (the same fields as
+    /// [`ReadError::TrailingBytes`](crate::ReadError::TrailingBytes)).
+    #[error("{count} trailing byte(s) at offset {offset}, after the bijou64 value; pass the value's bytes alone (or decode, which leaves the rest)")]
+    TrailingBytes {
+        /// Where they start: the value's length.
+        offset: usize,
+        /// How many there are.
+        count: usize,
     },
 }
 

@@ -56,10 +56,10 @@ impl LengthPrefix for Bijou64 {
     fn decode(src: &[u8]) -> Result<(u64, usize), PrefixError> {
         match bijou64::decode(src) {
             Ok(decoded) => Ok(decoded),
-            Err(bijou64::DecodeError::Incomplete { needed }) => {
-                Err(PrefixError::Incomplete { needed })
+            Err(bijou64::Bijou64Error::Incomplete { missing }) => {
+                Err(PrefixError::Incomplete { needed: missing })
             }
-            Err(bijou64::DecodeError::Overflow) => Err(PrefixError::Overflow),
+            Err(bijou64::Bijou64Error::Overflow) => Err(PrefixError::Overflow),
         }
     }
 }
@@ -74,8 +74,8 @@ mod tests {
             let ours = Bijou64::decode(&[byte]);
             match bijou64::decode(&[byte]) {
                 Ok(decoded) => assert_eq!(ours, Ok(decoded)),
-                Err(bijou64::DecodeError::Incomplete { needed }) => {
-                    assert_eq!(ours, Err(PrefixError::Incomplete { needed }));
+                Err(bijou64::Bijou64Error::Incomplete { missing }) => {
+                    assert_eq!(ours, Err(PrefixError::Incomplete { needed: missing }));
                 }
                 Err(other) => panic!("unexpected {other:?}"),
             }

@@ -48,15 +48,16 @@ impl LengthPrefix for Leb128 {
     fn decode(src: &[u8]) -> Result<(u64, usize), PrefixError> {
         match leb128::decode(src) {
             Ok(decoded) => Ok(decoded),
-            Err(leb128::DecodeError::Incomplete { needed }) => {
-                Err(PrefixError::Incomplete { needed })
+            // LEB128 cannot say how many bytes are missing: at least one.
+            Err(leb128::Leb128Error::Incomplete { .. }) => {
+                Err(PrefixError::Incomplete { needed: 1 })
             }
-            Err(leb128::DecodeError::Overlong { len }) => {
+            Err(leb128::Leb128Error::Overlong { len }) => {
                 Err(PrefixError::NonCanonical { prefix_len: len })
             }
             // A 10th byte above 0x01 and an 11th byte both spell a value past
             // `u64::MAX`.
-            Err(leb128::DecodeError::Overflow { .. } | leb128::DecodeError::TooLong) => {
+            Err(leb128::Leb128Error::Overflow { .. } | leb128::Leb128Error::TooLong) => {
                 Err(PrefixError::Overflow)
             }
         }
@@ -73,8 +74,8 @@ mod tests {
             let ours = Leb128::decode(&[byte]);
             match leb128::decode(&[byte]) {
                 Ok(decoded) => assert_eq!(ours, Ok(decoded)),
-                Err(leb128::DecodeError::Incomplete { needed }) => {
-                    assert_eq!(ours, Err(PrefixError::Incomplete { needed }));
+                Err(leb128::Leb128Error::Incomplete { .. }) => {
+                    assert_eq!(ours, Err(PrefixError::Incomplete { needed: 1 }));
                 }
                 Err(other) => panic!("unexpected {other:?}"),
             }

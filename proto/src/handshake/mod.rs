@@ -89,7 +89,7 @@ mod responder;
 /// Subduction (the same as the frame codec's default maximum).
 pub const DEFAULT_MAX_MESSAGE_LENGTH: usize = 50 * 1024 * 1024;
 pub use initiator::{Initiator, UnsignedChallenge};
-pub use responder::{Answer, Answering, Refusal, Responder, UnsignedResponse};
+pub use responder::{Answer, Answering, ChallengeError, Responder, UnsignedResponse};
 
 /// Largest message either side accepts before the handshake completes. The
 /// largest handshake message is a 158-byte challenge.
@@ -164,14 +164,11 @@ pub enum HandshakeError {
         /// The audience our challenge was addressed to.
         sent: Audience,
     },
-    /// (Responder) we refused the peer's challenge and told it why.
-    #[error("refused the peer's challenge: {reason:?}")]
-    Refused {
-        /// The reason sent to the peer.
-        reason: RejectionReason,
-        /// The signature failure, for [`RejectionReason::InvalidSignature`].
-        signature: Option<VerifyError>,
-    },
+    /// (Responder) we refused the peer's challenge, and sent it a
+    /// [`Rejection`](crate::message::Rejection) naming
+    /// [`ChallengeError::reason`].
+    #[error("refused the peer's challenge: {0}")]
+    Refused(#[source] ChallengeError),
     /// (Initiator) the response's signature failed `verify_strict`.
     #[error("response signature invalid: {0}")]
     ResponseSignature(#[source] VerifyError),

@@ -16,21 +16,88 @@ use crate::nonce_cache::DEFAULT_NONCE_CAPACITY;
 use crate::nonce_cache::{NonceCache, NonceCheck};
 use crate::time::Now;
 
-/// Why the responder refused a challenge: the reason it sends back, and
-/// the signature failure behind [`RejectionReason::InvalidSignature`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
-    /// The reason sent to the peer.
-    pub reason: RejectionReason,
-    /// The signature failure, for [`RejectionReason::InvalidSignature`].
-    pub signature: Option<VerifyError>,
+/// Why the responder refused a challenge (steps 1-4 in the
+/// [module docs](super)): what the challenge said against what we
+/// expected. Each cause is answered with the [`RejectionReason`] of
+/// [`ChallengeError::reason`]; the wire has four reasons, and the two
+/// refusals of a replay cache under load share theirs with a replay and
+/// with drift. Subduction's counterpart is `ChallengeValidationError`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChallengeError {
+    /// Step 1: the challenge's signature failed `verify_strict`.
+    #[error("the challenge's signature is invalid: {0}")]
+    InvalidSignature(#[source] VerifyError),
+    /// Step 2: the challenge is for another peer or service.
+    #[error("the challenge is addressed to {audience}, which is neither this responder ({me}) nor its service: the peer should address this key, or the service name the responder was given")]
+    InvalidAudience {
+        /// The audience the challenge named.
+        audience: Audience,
+        /// This responder's key.
+        me: PeerId,
+    },
+    /// Step 3: the challenge's timestamp is further from our clock than
+    /// the maximum drift.
+    #[error("the challenge is stamped {timestamp} and this clock reads {now}: more than the {max_drift_secs} s apart the handshake allows; the two machines' clocks must agree")]
+    ClockDrift {
+        /// The challenge's timestamp, unix seconds.
+        timestamp: u64,
+        /// Our clock, unix seconds.
+        now: u64,
+        /// The largest difference accepted.
+        max_drift_secs: u64,
+    },
+    /// Step 3, under load: stamped ahead of our clock while the replay
+    /// cache is nearly full (see [`NonceCheck::FutureUnderLoad`]);
+    /// answered as [`RejectionReason::ClockDrift`].
+    #[error("the challenge is stamped {timestamp}, ahead of this clock ({now}), while the replay cache is nearly full (a flood of challenges): refused until the load passes; a peer whose clock is not ahead of ours still gets in")]
+    AheadUnderLoad {
+        /// The challenge's timestamp, unix seconds.
+        timestamp: u64,
+        /// Our clock, unix seconds.
+        now: u64,
+    },
+    /// Step 4: this issuer's nonce is remembered: a recorded challenge
+    /// sent again, or a nonce reused.
+    #[error("the challenge repeats nonce {nonce:02x?} of {issuer}: a replay, or a nonce reused (each challenge needs fresh random bytes)")]
+    ReplayedNonce {
+        /// The challenge's issuer.
+        issuer: PeerId,
+        /// Its nonce.
+        nonce: [u8; 16],
+    },
+    /// Step 4, under a flood: stamped at or before a second the replay
+    /// cache had to forget, so it may replay a forgotten challenge (see
+    /// [`NonceCheck::PossibleReplay`]); answered as
+    /// [`RejectionReason::ReplayedNonce`].
+    #[error("the challenge from {issuer} is stamped {timestamp}, a second the replay cache had to forget under a flood, so it may be a replay: a challenge stamped with the current time gets in")]
+    PossibleReplay {
+        /// The challenge's issuer.
+        issuer: PeerId,
+        /// The challenge's timestamp, unix seconds.
+        timestamp: u64,
+    },
 }
 
-impl Refusal {
-    const fn because(reason: RejectionReason) -> Self {
-        Self {
-            reason,
-            signature: None,
+impl ChallengeError {
+    /// The reason sent to the peer in the [`Rejection`].
+    ///
+    /// ```
+    /// use bijou_frame::proto::handshake::ChallengeError;
+    /// use bijou_frame::proto::message::RejectionReason;
+    ///
+    /// let drift = ChallengeError::AheadUnderLoad { timestamp: 1_700_000_100, now: 1_700_000_000 };
+    /// assert_eq!(drift.reason(), RejectionReason::ClockDrift);
+    /// ```
+    #[must_use]
+    pub const fn reason(&self) -> RejectionReason {
+        match self {
+            Self::InvalidSignature(_) => RejectionReason::InvalidSignature,
+            Self::InvalidAudience { .. } => RejectionReason::InvalidAudience,
+            Self::ClockDrift { .. } | Self::AheadUnderLoad { .. } => RejectionReason::ClockDrift,
+            Self::ReplayedNonce { .. } | Self::PossibleReplay { .. } => {
+                RejectionReason::ReplayedNonce
+            }
         }
     }
 }
@@ -140,41 +207,44 @@ impl Responder {
     ///
     /// # Errors
     ///
-    /// The [`Refusal`] to send back.
+    /// [`ChallengeError`]: why, and (its [`reason`](ChallengeError::reason))
+    /// what to send back.
     pub fn check_challenge(
         &self,
         me: PeerId,
         challenge: &Signed<Challenge>,
         now: Now,
-    ) -> Result<Verified<Challenge>, Refusal> {
-        let verified = challenge.verify_strict().map_err(|e| Refusal {
-            reason: RejectionReason::InvalidSignature,
-            signature: Some(e),
-        })?;
+    ) -> Result<Verified<Challenge>, ChallengeError> {
+        let verified = challenge
+            .verify_strict()
+            .map_err(ChallengeError::InvalidSignature)?;
         let payload = verified.payload();
         let audience_ok = match payload.audience {
             Audience::Known(peer) => peer == me,
             Audience::Discover(id) => self.discovery_id == Some(id),
         };
         if !audience_ok {
-            return Err(Refusal::because(RejectionReason::InvalidAudience));
+            return Err(ChallengeError::InvalidAudience {
+                audience: payload.audience,
+                me,
+            });
         }
         // The drift check is the cache's (`OutsideWindow`): it judges the
         // same window its retention covers, before remembering anything.
-        let (issuer, nonce, ts) = (verified.peer_id(), payload.nonce, payload.timestamp);
-        match self
-            .nonces
-            .check_and_insert(issuer, nonce, ts, now.unix_secs)
-        {
+        let (issuer, nonce, timestamp) = (verified.peer_id(), payload.nonce, payload.timestamp);
+        let now = now.unix_secs;
+        match self.nonces.check_and_insert(issuer, nonce, timestamp, now) {
             NonceCheck::Fresh => Ok(verified),
-            NonceCheck::Replayed | NonceCheck::PossibleReplay => {
-                Err(Refusal::because(RejectionReason::ReplayedNonce))
-            }
+            NonceCheck::Replayed => Err(ChallengeError::ReplayedNonce { issuer, nonce }),
+            NonceCheck::PossibleReplay => Err(ChallengeError::PossibleReplay { issuer, timestamp }),
             // Refused before anything is remembered: the peer's clock is too
             // far from ours (for `FutureUnderLoad`: too far ahead, for now).
-            NonceCheck::OutsideWindow | NonceCheck::FutureUnderLoad => {
-                Err(Refusal::because(RejectionReason::ClockDrift))
-            }
+            NonceCheck::OutsideWindow => Err(ChallengeError::ClockDrift {
+                timestamp,
+                now,
+                max_drift_secs: self.nonces.max_drift_secs(),
+            }),
+            NonceCheck::FutureUnderLoad => Err(ChallengeError::AheadUnderLoad { timestamp, now }),
         }
     }
 }
@@ -300,14 +370,14 @@ impl Responder {
                     ),
                 }
             }
-            Err(Refusal { reason, signature }) => {
+            Err(refused) => {
                 let rejection = HandshakeMessage::Rejection(Rejection {
-                    reason,
+                    reason: refused.reason(),
                     timestamp: now.unix_secs,
                 });
                 Checked::Answered(Answer {
                     reply: rejection.encode().ok(),
-                    outcome: Err(HandshakeError::Refused { reason, signature }),
+                    outcome: Err(HandshakeError::Refused(refused)),
                 })
             }
         }

@@ -96,7 +96,7 @@ impl<'b> CborReader<'b> {
             return Err(KeyhiveError::CborTruncated {
                 field,
                 offset: self.offset(),
-                need: 1,
+                needed: 1,
                 have,
             });
         };
@@ -120,7 +120,7 @@ impl<'b> CborReader<'b> {
             return Err(KeyhiveError::CborTruncated {
                 field,
                 offset: self.offset(),
-                need: 1 + extra as u64,
+                needed: 1 + extra as u64,
                 have,
             });
         };
@@ -224,7 +224,7 @@ impl<'b> CborReader<'b> {
             return Err(KeyhiveError::CborTruncated {
                 field,
                 offset,
-                need: len.saturating_add(head as u64),
+                needed: len.saturating_add(head as u64),
                 have,
             });
         }
@@ -242,23 +242,23 @@ impl<'b> CborReader<'b> {
         let offset = self.offset();
         let (count, head) = self.head(field, MAJOR_ARRAY, "an array")?;
         let have = self.remaining();
-        let need = count
+        let needed = count
             .saturating_mul(min_item as u64)
             .saturating_add(head as u64);
-        if need > have as u64 {
+        if needed > have as u64 {
             return Err(KeyhiveError::CborTruncated {
                 field,
                 offset,
-                need,
+                needed,
                 have,
             });
         }
         self.d.array().map_err(|_| self.internal(field))?;
-        // `need <= have`, so the count fits a usize.
+        // `needed <= have`, so the count fits a usize.
         usize::try_from(count).map_err(|_| KeyhiveError::CborTruncated {
             field,
             offset,
-            need,
+            needed,
             have,
         })
     }
@@ -318,18 +318,12 @@ pub(crate) type CborWriter = minicbor::Encoder<Vec<u8>>;
 /// cannot fail.
 pub(crate) type WriteResult = Result<(), minicbor::encode::Error<Infallible>>;
 
-/// Runs `f` on a fresh writer and returns the bytes. Writing into a `Vec`
-/// cannot fail; the error arm is unreachable but kept typed.
-pub(crate) fn write_cbor(
-    f: impl FnOnce(&mut CborWriter) -> WriteResult,
-) -> Result<Vec<u8>, KeyhiveError> {
+/// Runs `f` on a fresh writer and returns the bytes.
+pub(crate) fn write_cbor(f: impl FnOnce(&mut CborWriter) -> WriteResult) -> Vec<u8> {
     let mut w = minicbor::Encoder::new(Vec::new());
-    f(&mut w).map_err(|_| KeyhiveError::Overflow {
-        field: "CBOR",
-        len: 0,
-        bits: 64,
-    })?;
-    Ok(w.into_writer())
+    // Writing into a `Vec` cannot fail (its error type is `Infallible`).
+    let _ = f(&mut w);
+    w.into_writer()
 }
 
 /// A [`minicbor::encode::Write`] that only counts: the length of what a

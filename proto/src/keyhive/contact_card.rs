@@ -49,13 +49,10 @@ fn json_array(out: &mut String, bytes: &[u8]) {
 ///
 /// # Errors
 ///
-/// [`KeyhiveError::Signature`] if the signer fails.
+/// [`KeyhiveError::Signer`] if the signer fails.
 pub fn contact_card<S: Identity + ?Sized>(signer: &S) -> Result<ContactCardJson, KeyhiveError> {
     let issuer = signer.peer_id();
-    let sign_err = |_| KeyhiveError::Signature {
-        issuer,
-        source: bijou_signing::VerifyError::InvalidIssuer { issuer },
-    };
+    let sign_err = |_| KeyhiveError::Signer { issuer };
     let label_sig = signer.sign_message(PREKEY_LABEL).map_err(sign_err)?;
     let secret: [u8; 32] = *blake3::hash(&label_sig.to_bytes()).as_bytes();
     let share_key = SigningKey::from_bytes(&secret)

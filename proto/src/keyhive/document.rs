@@ -185,8 +185,8 @@ impl DocumentKey {
     ///
     /// # Errors
     ///
-    /// [`KeyhiveError::Signature`] if signing fails (never with an
-    /// in-memory key).
+    /// [`KeyhiveError::Signer`] if signing fails (never with an in-memory
+    /// key).
     pub fn root_delegation(
         &self,
         to: Grantee,
@@ -210,10 +210,7 @@ impl DocumentKey {
         let signature = self
             .key
             .sign_message(&payload)
-            .map_err(|_| KeyhiveError::Signature {
-                issuer,
-                source: bijou_signing::VerifyError::InvalidIssuer { issuer },
-            })?;
+            .map_err(|_| KeyhiveError::Signer { issuer })?;
         let mut event = BytesMut::with_capacity(EVENT_LEN);
         event.put_u32_le(DELEGATED);
         event.put_slice(&payload);

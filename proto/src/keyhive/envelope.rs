@@ -105,19 +105,15 @@ impl SukMessage {
         Ok(())
     }
 
-    /// The message as bytes (the same as [`Wire::encode`], with the
-    /// keyhive error type).
+    /// The message as bytes: [`Wire::encode`].
     ///
     /// # Errors
     ///
-    /// [`KeyhiveError::Overflow`] if the message would exceed 4 GiB.
-    pub fn to_bytes(&self) -> Result<Bytes, KeyhiveError> {
-        // Encoding into memory fails only on `TotalSize`'s 32 bits.
-        self.encode().map_err(|_| KeyhiveError::Overflow {
-            field: "SUK TotalSize",
-            len: self.total_len(),
-            bits: 32,
-        })
+    /// [`WriteError::CountTooLarge`] for `SUK TotalSize` if the message
+    /// would exceed 4 GiB, its 32-bit size field (send fewer events per
+    /// message).
+    pub fn to_bytes(&self) -> Result<Bytes, WriteError> {
+        self.encode()
     }
 
     /// Decodes one whole `SUK\0` message.

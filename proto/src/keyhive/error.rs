@@ -12,7 +12,7 @@ use bijou_signing::{PeerId, Schema, VerifyError};
 pub enum KeyhiveError {
     /// A fixed-width field (the header, or keyhive's binary signed
     /// envelope) is truncated, or bytes are left after it: with the field,
-    /// its absolute offset and need/have.
+    /// its absolute offset and needed/have.
     #[error(transparent)]
     Read(#[from] ReadError),
     /// The first four bytes are not `SUK\0`.
@@ -31,14 +31,14 @@ pub enum KeyhiveError {
     },
     /// The CBOR ends inside `field`: a length or a value runs past the end
     /// of the message.
-    #[error("CBOR truncated reading {field} at offset {offset}: need {need} bytes, have {have}")]
+    #[error("CBOR truncated reading {field} at offset {offset}: the item needs {needed} bytes, {have} remain")]
     CborTruncated {
         /// The field being read.
         field: &'static str,
         /// Where its CBOR item starts.
         offset: usize,
         /// Bytes the item needs, as declared (saturating).
-        need: u64,
+        needed: u64,
         /// Bytes that remain.
         have: usize,
     },
@@ -152,6 +152,13 @@ pub enum KeyhiveError {
         #[source]
         source: VerifyError,
     },
+    /// Our signer failed to sign a keyhive message or a delegation (a
+    /// remote or hardware signer may); nothing was signed.
+    #[error("the signer for {issuer} failed to sign the keyhive message: check it holds that key and can be reached")]
+    Signer {
+        /// The key it was asked to sign with.
+        issuer: PeerId,
+    },
     /// The signed envelope is signed by another key than the one that ran
     /// the handshake.
     #[error("keyhive message signed by {issuer}, but the handshake authenticated {expected}")]
@@ -169,23 +176,12 @@ pub enum KeyhiveError {
         /// The signer.
         issuer: PeerId,
     },
-    /// A count does not fit keyhive's 64-bit length (never in practice),
-    /// or a message would exceed the 4 GiB `TotalSize`.
-    #[error("{field}: {len} bytes do not fit its {bits}-bit size field")]
-    Overflow {
-        /// The field.
-        field: &'static str,
-        /// The length.
-        len: usize,
-        /// The width of the size field.
-        bits: u8,
-    },
     /// A keyhive message out of turn in an exchange (or not between the
     /// exchange's two peers).
-    #[error("unexpected keyhive {got} during registration; expected {expected}")]
+    #[error("unexpected keyhive {found} during registration; expected {expected}")]
     UnexpectedMessage {
         /// The kind received.
-        got: &'static str,
+        found: &'static str,
         /// The kind the exchange waits for.
         expected: &'static str,
     },

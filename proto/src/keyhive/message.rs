@@ -222,11 +222,8 @@ impl KeyhiveMessage {
     }
 
     /// The CBOR bytes keyhive's encoder writes for this message.
-    ///
-    /// # Errors
-    ///
-    /// None in practice (writing into memory); typed for completeness.
-    pub fn to_cbor(&self) -> Result<Vec<u8>, KeyhiveError> {
+    #[must_use]
+    pub fn to_cbor(&self) -> Vec<u8> {
         write_cbor(|w| self.write(w))
     }
 

@@ -89,7 +89,7 @@ impl Registration {
     ///
     /// # Errors
     ///
-    /// [`KeyhiveError::Signature`] if signing fails.
+    /// [`KeyhiveError::Signer`] if signing fails.
     pub fn start<S: Identity + ?Sized>(
         signer: &S,
         server: PeerId,
@@ -189,7 +189,7 @@ impl Registration {
     ///
     /// [`KeyhiveError::UnexpectedMessage`] for a message out of turn or
     /// for someone else (the registration stays where it was),
-    /// [`KeyhiveError::Signature`] if signing our answer fails.
+    /// [`KeyhiveError::Signer`] if signing our answer fails.
     pub fn handle<S: Identity + ?Sized>(
         &mut self,
         signer: &S,
@@ -197,7 +197,7 @@ impl Registration {
     ) -> Result<Step, KeyhiveError> {
         let message = &received.message().signed.message;
         let unexpected = || KeyhiveError::UnexpectedMessage {
-            got: message.kind_name(),
+            found: message.kind_name(),
             expected: self.state.expected(),
         };
         if message.sender().key != self.server.key || message.target().key != self.local.key {

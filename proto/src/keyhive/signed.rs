@@ -47,22 +47,19 @@ impl SignedKeyhive {
     ///
     /// # Errors
     ///
-    /// [`KeyhiveError::Signature`] if the signer fails.
+    /// [`KeyhiveError::Signer`] if the signer fails.
     pub fn sign<S: Identity + ?Sized>(
         signer: &S,
         message: KeyhiveMessage,
     ) -> Result<Self, KeyhiveError> {
-        let payload = Bytes::from(message.to_cbor()?);
+        let payload = Bytes::from(message.to_cbor());
         let mut signed = Vec::with_capacity(8 + payload.len());
         signed.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         signed.extend_from_slice(&payload);
         let issuer = signer.peer_id();
         let signature = signer
             .sign_message(&signed)
-            .map_err(|_| KeyhiveError::Signature {
-                issuer,
-                source: bijou_signing::VerifyError::InvalidIssuer { issuer },
-            })?;
+            .map_err(|_| KeyhiveError::Signer { issuer })?;
         Ok(Self {
             message,
             payload,

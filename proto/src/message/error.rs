@@ -1,5 +1,5 @@
 use bijou_codec::ReadError;
-use bijou_signing::{BlobMismatch, DecodeError, Schema, VerifyError};
+use bijou_signing::{BlobMismatch, Schema, SignedDecodeError, VerifyError};
 
 use super::SedimentreeId;
 use crate::keyhive::KeyhiveError;
@@ -75,7 +75,7 @@ pub enum MessageError {
         offset: usize,
         /// What is wrong with it.
         #[source]
-        source: DecodeError,
+        source: SignedDecodeError,
     },
 }
 

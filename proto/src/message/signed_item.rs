@@ -137,7 +137,7 @@ impl<T: Payload + Scoped + HasBlobMeta> SignedItem<T> {
 #[cfg(test)]
 mod tests {
     use bijou_codec::{ReadError, Wire};
-    use bijou_signing::{ed25519_dalek::SigningKey, Blob, DecodeError, Signed};
+    use bijou_signing::{ed25519_dalek::SigningKey, Blob, Signed, SignedDecodeError};
     use bytes::Bytes;
 
     use crate::message::{
@@ -173,10 +173,10 @@ mod tests {
             panic!("{err:?}")
         };
         assert_eq!(offset, signed_at);
-        let DecodeError::Read(ReadError::Truncated {
+        let SignedDecodeError::Read(ReadError::Truncated {
             field: "parents",
             offset,
-            need: 6400,
+            needed: 6400,
             ..
         }) = source
         else {

@@ -7,7 +7,7 @@ use alloc::format;
 use alloc::vec::Vec;
 use core::fmt;
 
-use bijou_codec::Wire;
+use bijou_codec::{Wire, WriteError};
 use bijou_signing::{Identity, PeerId};
 
 use crate::keyhive::{
@@ -21,8 +21,7 @@ use crate::rng::SeededRng;
 use crate::time::Timestamp;
 
 use super::received::{Delivered, Received, Rejected, VerifiedMessage};
-use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotRefused};
-use super::SendRefused;
+use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotError};
 
 /// An operation's id: unique within its session, counting from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -212,9 +211,10 @@ pub enum StartError {
         /// What was given.
         kind: &'static str,
     },
-    /// The message cannot be sent.
+    /// The operation's message cannot be encoded: a count does not fit
+    /// its field (a Subscribe of more than 65,535 topics, say).
     #[error(transparent)]
-    Send(#[from] SendRefused),
+    Encode(#[from] WriteError),
 }
 
 /// [`Session::sign_with`](super::Session::sign_with) was given another
@@ -309,7 +309,7 @@ impl Operations {
                     kind: "truncated LooseCommit",
                 })?;
                 let message = Message::Sync(message);
-                message.wire_len().map_err(SendRefused::from)?;
+                message.wire_len()?;
                 (State::Push { tree, head }, Some(message))
             }
             Operation::Fetch(tree) | Operation::Probe(tree) => {
@@ -325,7 +325,7 @@ impl Operations {
             Operation::Register(delegation) => (State::RegisterUnsigned(delegation), None),
             Operation::Subscribe(topics) => {
                 let message = Message::Ephemeral(EphemeralMessage::Subscribe(topics.clone()));
-                message.wire_len().map_err(SendRefused::from)?;
+                message.wire_len()?;
                 (State::Subscribe(topics), Some(message))
             }
         };
@@ -622,10 +622,10 @@ impl Operations {
         &self,
         w: &mut bijou_codec::Writer<'_, bytes::BytesMut>,
         now: Timestamp,
-    ) -> Result<(), SnapshotRefused> {
+    ) -> Result<(), SnapshotError> {
         if !self.completed.is_empty() {
-            return Err(SnapshotRefused {
-                busy: "an ended operation waits in poll_completed",
+            return Err(SnapshotError::Busy {
+                what: "an ended operation waits in poll_completed",
             });
         }
         w.bijou64(self.last_id);
@@ -664,9 +664,13 @@ impl Operations {
                 State::RegisterAnswer(registration, answer) => {
                     // The answer goes in as received; a restore checks its
                     // signature again.
-                    let answer = answer.message().to_bytes().map_err(|_| SnapshotRefused {
-                        busy: "a keyhive answer does not encode",
-                    })?;
+                    let answer =
+                        answer
+                            .message()
+                            .to_bytes()
+                            .map_err(|_| SnapshotError::Unsupported {
+                                what: "a keyhive answer does not encode",
+                            })?;
                     w.u8(5);
                     w.u8(registration.stage());
                     let event = &registration.delegation().event;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
 use crate::ephemeral::{EphemeralRejected, EphemeralSession, SubscribeOutcome};
-use crate::keyhive::{KeyhiveError, SukMessage};
+use crate::keyhive::SukMessage;
 use crate::message::{EphemeralMessage, Message, MessageFrame, SignedEphemeral, SyncMessage};
 use crate::message::{VerifiedItem, VerifyItemError};
 use crate::time::{Now, Timestamp};
@@ -34,7 +34,8 @@ pub(super) enum Step {
     Wait(Timestamp),
     /// The message is answered (rejected, or an ephemeral message).
     Done(Box<Received>),
-    /// Every item is verified: [`Pending::finish`] it.
+    /// Every item is verified (a sync message), or paid for (a keyhive
+    /// message): [`Pending::finish`] it.
     Finished,
 }
 
@@ -51,7 +52,7 @@ pub(super) enum Pending {
 #[derive(Debug)]
 pub(super) struct PendingKeyhive {
     bytes: Bytes,
-    message: Option<SukMessage>,
+    message: SukMessage,
     peer: PeerId,
 }
 
@@ -96,7 +97,7 @@ impl Pending {
                 };
                 return Start::Verify(Self::Keyhive(PendingKeyhive {
                     bytes,
-                    message: Some(*message),
+                    message: *message,
                     peer,
                 }));
             }
@@ -145,12 +146,18 @@ impl Pending {
         answer(Ok(delivered))
     }
 
-    /// The received message of a sync message whose last step was
-    /// [`Step::Finished`] (an ephemeral message never finishes that way).
+    /// The received message of a sync or keyhive message whose last step
+    /// was [`Step::Finished`] (an ephemeral message never finishes that
+    /// way). A keyhive message's signature is checked here, where the
+    /// message is owned and becomes the delivered one.
     pub(super) fn finish(self) -> Option<Received> {
         match self {
             Self::Sync(pending) => Some(pending.finish()),
-            Self::Ephemeral(_) | Self::Keyhive(_) => None,
+            Self::Keyhive(pending) => Some(Received {
+                result: keyhive_verified(pending.message, pending.peer),
+                bytes: pending.bytes,
+            }),
+            Self::Ephemeral(_) => None,
         }
     }
 
@@ -164,23 +171,11 @@ impl Pending {
     ) -> Step {
         let now = now.monotonic;
         match self {
-            Self::Keyhive(pending) => {
-                if let Err(at) = budget.try_spend(1, now) {
-                    return Step::Wait(at);
-                }
-                let result = match pending.message.take() {
-                    Some(message) => keyhive_verified(message, pending.peer),
-                    // Stepped again after Done: never, kept typed.
-                    None => Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
-                        got: "nothing",
-                        expected: "a pending keyhive message",
-                    })),
-                };
-                Step::Done(Box::new(Received {
-                    bytes: core::mem::take(&mut pending.bytes),
-                    result,
-                }))
-            }
+            // Paid for here; verified by `finish`, which owns the message.
+            Self::Keyhive(_) => match budget.try_spend(1, now) {
+                Ok(()) => Step::Finished,
+                Err(at) => Step::Wait(at),
+            },
             Self::Ephemeral(pending) => {
                 if let Err(at) = budget.try_spend(1, now) {
                     return Step::Wait(at);
@@ -337,13 +332,7 @@ pub(super) fn verify_at_once(bytes: Bytes) -> Received {
         },
         // Only with a peer (never here), but verified all the same.
         Start::Verify(Pending::Keyhive(pending)) => Received {
-            result: match pending.message {
-                Some(message) => keyhive_verified(message, pending.peer),
-                None => Err(Rejected::Keyhive(KeyhiveError::UnexpectedMessage {
-                    got: "nothing",
-                    expected: "a pending keyhive message",
-                })),
-            },
+            result: keyhive_verified(pending.message, pending.peer),
             bytes: pending.bytes,
         },
     }

@@ -68,14 +68,28 @@ pub const SNAPSHOT_MAGIC: [u8; 4] = *b"BJS\0";
 pub const SNAPSHOT_VERSION: u8 = 1;
 const CHECKSUM_LEN: usize = 16;
 
-/// Why [`Session::snapshot`] made none; nothing changed. Try again
-/// between messages (after taking what `poll_event` and `poll_completed`
-/// hold).
+/// Why [`Session::snapshot`] made none; nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("no snapshot while {busy}: snapshot between messages")]
-pub struct SnapshotRefused {
-    /// What is under way.
-    pub busy: &'static str,
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Something is under way: snapshot again between messages, after
+    /// taking what `poll_event` and `poll_completed` hold.
+    #[error("no snapshot while {what}: snapshot between messages, after taking what poll_event and poll_completed hold")]
+    Busy {
+        /// What is under way.
+        what: &'static str,
+    },
+    /// The session holds state the snapshot format cannot: a message
+    /// waiting in `poll_transmit` or a keyhive answer that does not
+    /// encode, or a sharded ephemeral window. None of these arises from
+    /// the session's own use (what it queues fits its fields, an answer
+    /// re-encodes to the bytes received, its window has one shard); the
+    /// check stays because each is a fallible call.
+    #[error("no snapshot: {what}, which a snapshot cannot hold")]
+    Unsupported {
+        /// What the snapshot could not hold.
+        what: &'static str,
+    },
 }
 
 /// Why [`Session::restore`] refused the bytes: not this format, not this
@@ -156,11 +170,11 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// [`SnapshotRefused`] while something is under way.
-    pub fn snapshot(&self, now: Now) -> Result<Bytes, SnapshotRefused> {
+    /// [`SnapshotError::Busy`] while something is under way.
+    pub fn snapshot(&self, now: Now) -> Result<Bytes, SnapshotError> {
         if self.inbound.is_some() {
-            return Err(SnapshotRefused {
-                busy: "a received message is being verified or waits in poll_event",
+            return Err(SnapshotError::Busy {
+                what: "a received message is being verified or waits in poll_event",
             });
         }
         let mut out = BytesMut::new();
@@ -182,16 +196,16 @@ impl Session {
             None => w.u8(0),
             Some(ephemeral) => {
                 w.u8(1);
-                write_ephemeral(&mut w, ephemeral).ok_or(SnapshotRefused {
-                    busy: "the ephemeral window is shared (sharded)",
+                write_ephemeral(&mut w, ephemeral).ok_or(SnapshotError::Unsupported {
+                    what: "the ephemeral window is sharded",
                 })?;
             }
         }
         let outbound = self.extras.as_ref().map(|extras| &extras.outbound);
         w.bijou64(outbound.map_or(0, VecDeque::len) as u64);
         for message in outbound.into_iter().flatten() {
-            let bytes = message.encode().map_err(|_| SnapshotRefused {
-                busy: "a message to send does not encode",
+            let bytes = message.encode().map_err(|_| SnapshotError::Unsupported {
+                what: "a message waiting in poll_transmit does not encode",
             })?;
             w.bijou64_len(bytes.len());
             w.bytes(&bytes);
