@@ -5,12 +5,17 @@
 //! the same keyhive (its `SUK\0` messages reach that protocol in process,
 //! not over the socket; see the module).
 //!
-//! - before registering, a push is dropped in silence and a probe says
-//!   Unauthorized; after `register_document`, pushes are acknowledged and
-//!   a second client fetches them back byte for byte;
+//! - before registering, their policy refuses a push (their node drops it
+//!   in silence) and a probe says Unauthorized; after `register_document`,
+//!   pushes are acknowledged and a second client fetches them back byte
+//!   for byte;
 //! - a key-only document: its key pushes, another key can neither push
 //!   nor fetch;
-//! - an open node ignores registration.
+//! - an open node ignores registration (the registration's own 500 ms
+//!   deadline ends it: wall time, over real sockets).
+//!
+//! A refused push gets no answer, so the tests wait for the node's report
+//! of the refusal (`Node::refused`) rather than for a silence.
 //!
 //! The round-trip figure (keyhive against open auth) is a benchmark:
 //! `cargo bench -p bijou-frame-benches --bench keyhive`.
@@ -20,15 +25,29 @@ use std::time::Duration;
 
 use bijou_net::RunError;
 use bijou_proto::keyhive::{check_tree_id, Access, DocumentKey, Grantee, KeyhiveError, Outcome};
+use bijou_proto::message::{CommitId, SyncMessage};
 use bijou_proto::message::{SedimentreeId, SyncResult};
+use bijou_proto::session::{Delivered, Received, VerifiedMessage};
 use bijou_proto::session::{OperationError, TreeAccess};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 use bijou_test_support::keyhive_node::{
-    commit, connect, fetch, keyhive_node, open_node, probe, push, register, same_items, REPLY,
+    commit, connect, fetch, keyhive_node, open_node, probe, push, register, same_items,
+    send_commit, RefusedPush, REPLY,
 };
 use tokio::time::timeout;
 
 const LIMIT: Duration = Duration::from_secs(120);
+
+/// Whether `received` is a HeadsUpdate naming `head`.
+fn acknowledges(received: &Received, head: CommitId) -> bool {
+    matches!(
+        &received.result,
+        Ok(Delivered::Sync(VerifiedMessage {
+            message: SyncMessage::HeadsUpdate(update),
+            ..
+        })) if update.heads.heads().contains(&head)
+    )
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_public_document_is_registered_then_pushed_to_and_fetched_back_byte_for_byte() {
@@ -40,14 +59,18 @@ async fn a_public_document_is_registered_then_pushed_to_and_fetched_back_byte_fo
         let tree = doc.tree_id();
         check_tree_id(tree).expect("a document's tree id is a point");
 
-        // Not registered: the push is dropped in silence, and the probe
-        // tells why.
+        // Not registered: their policy refuses the push (their node then
+        // drops it in silence: nothing names it before the probe's
+        // answer), and the probe tells why.
         let (head, item) = commit(&alice, tree, 0, None);
-        assert_eq!(
-            push(&mut a, tree, 0, head, item, Duration::from_millis(700)).await,
-            None
-        );
+        send_commit(&mut a, tree, 0, head, item).await;
+        node.refused(RefusedPush {
+            peer: alice.peer_id(),
+            tree,
+        })
+        .await;
         let access = probe(&mut a, &alice, tree).await;
+        assert!(!a.drain_held().any(|r| acknowledges(&r, head)));
         assert_eq!(access, TreeAccess::Unauthorized);
         assert!(access
             .explain(tree, alice.peer_id())
@@ -121,11 +144,14 @@ async fn a_key_only_document_admits_its_key_and_refuses_others() {
             SyncResult::Unauthorized
         );
         let (head, item) = commit(&bob, tree, 1, Some(head));
-        assert_eq!(
-            push(&mut b, tree, 1, head, item, Duration::from_millis(700)).await,
-            None
-        );
+        send_commit(&mut b, tree, 1, head, item).await;
+        node.refused(RefusedPush {
+            peer: bob.peer_id(),
+            tree,
+        })
+        .await;
         assert_eq!(probe(&mut b, &bob, tree).await, TreeAccess::Unauthorized);
+        assert!(!b.drain_held().any(|r| acknowledges(&r, head)));
 
         // A wrong signer is refused locally.
         let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();

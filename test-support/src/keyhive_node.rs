@@ -99,8 +99,20 @@ fn is_legacy(id: &sedimentree_core::id::SedimentreeId) -> bool {
     id.as_bytes()[16..].iter().all(|&b| b == 0)
 }
 
+/// The CLI's policy over the shared keyhive, and where to report a push
+/// it refuses (the one addition: it observes, and decides nothing).
 #[derive(Clone)]
-struct KeyhivePolicy(Shared);
+struct KeyhivePolicy(Shared, mpsc::UnboundedSender<RefusedPush>);
+
+/// A push the keyhive policy refused: their node drops it without an
+/// answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusedPush {
+    /// Who pushed.
+    pub peer: PeerId,
+    /// Into which tree.
+    pub tree: SedimentreeId,
+}
 
 impl ConnectionPolicy<Sendable> for KeyhivePolicy {
     type ConnectionDisallowed = ConnectionDisallowedError;
@@ -136,8 +148,17 @@ impl StoragePolicy<Sendable> for KeyhivePolicy {
         if is_legacy(&id) {
             return async { Ok(()) }.boxed();
         }
-        async move { authorize_put_with(&*self.0.lock().await, requestor, author, id).await }
-            .boxed()
+        async move {
+            let decided = authorize_put_with(&*self.0.lock().await, requestor, author, id).await;
+            if decided.is_err() {
+                let _ = self.1.send(RefusedPush {
+                    peer: PeerId::from_bytes(*requestor.as_bytes()),
+                    tree: SedimentreeId::new(*id.as_bytes()),
+                });
+            }
+            decided
+        }
+        .boxed()
     }
 
     fn filter_authorized_fetch(
@@ -301,6 +322,37 @@ pub struct Node {
     addr: SocketAddr,
     id: PeerId,
     keyhive: Option<std::sync::mpsc::Sender<Command>>,
+    refused: Option<tokio::sync::Mutex<mpsc::UnboundedReceiver<RefusedPush>>>,
+}
+
+impl Node {
+    /// Waits (at most [`REPLY`]) until the keyhive policy has refused
+    /// `push`, passing over other refusals. Their node answers a refused
+    /// push with silence; this is the event to wait on instead.
+    ///
+    /// # Panics
+    ///
+    /// On an open node (no policy refuses anything), or if the refusal does
+    /// not come in time.
+    pub async fn refused(&self, push: RefusedPush) {
+        let mut refusals = self
+            .refused
+            .as_ref()
+            .expect("a keyhive node refuses pushes, an open one does not")
+            .lock()
+            .await;
+        let wait = async {
+            while let Some(refused) = refusals.recv().await {
+                if refused == push {
+                    return;
+                }
+            }
+            panic!("the node stopped");
+        };
+        timeout(REPLY, wait)
+            .await
+            .unwrap_or_else(|_| panic!("{push:?} refused in time"));
+    }
 }
 
 /// A node as `subduction_cli server` (default `--auth keyhive`) builds it:
@@ -320,6 +372,7 @@ pub async fn keyhive_node() -> Node {
     let id = KeyhivePeerId::from_bytes(SigningKey::from_bytes(&SERVER_SEED).peer_id().into());
     let shared: Shared = Arc::new(async_lock::Mutex::new(keyhive));
     let commands = start_keyhive_protocol(shared.clone(), id, card);
+    let (refusals, refused) = mpsc::unbounded_channel();
     let server = TokioWebSocketServer::setup(
         "127.0.0.1:0".parse().expect("addr"),
         TimeoutTokio,
@@ -328,7 +381,7 @@ pub async fn keyhive_node() -> Node {
         MemorySigner::from_bytes(&SERVER_SEED),
         Some(SERVICE),
         MemoryStorage::new(),
-        KeyhivePolicy(shared),
+        KeyhivePolicy(shared, refusals),
         NonceCache::default(),
         CountLeadingZeroBytes,
     )
@@ -339,6 +392,7 @@ pub async fn keyhive_node() -> Node {
         _server: Box::new(server),
         id: SigningKey::from_bytes(&SERVER_SEED).peer_id(),
         keyhive: Some(commands),
+        refused: Some(tokio::sync::Mutex::new(refused)),
     }
 }
 
@@ -363,6 +417,7 @@ pub async fn open_node() -> Node {
         _server: Box::new(server),
         id: SigningKey::from_bytes(&SERVER_SEED).peer_id(),
         keyhive: None,
+        refused: None,
     }
 }
 
@@ -423,6 +478,22 @@ pub fn commit(
     (head, SignedItem::new(signed, blob))
 }
 
+/// Sends one commit (`counter` its sender heads' counter, `head` its head).
+pub async fn send_commit(
+    conn: &mut Client,
+    tree: SedimentreeId,
+    counter: u64,
+    head: CommitId,
+    item: SignedItem<LooseCommit>,
+) {
+    let msg = SyncMessage::LooseCommit(BlobMessage {
+        id: tree,
+        sender_heads: RemoteHeads::new(counter, [head]),
+        item,
+    });
+    conn.send(Message::from(msg)).await.expect("push");
+}
+
 /// Pushes one commit; `Some(round trip)` if a HeadsUpdate naming it came
 /// within `wait`, `None` on silence.
 pub async fn push(
@@ -434,12 +505,7 @@ pub async fn push(
     wait: Duration,
 ) -> Option<Duration> {
     let start = Instant::now();
-    let msg = SyncMessage::LooseCommit(BlobMessage {
-        id: tree,
-        sender_heads: RemoteHeads::new(counter, [head]),
-        item,
-    });
-    conn.send(Message::from(msg)).await.expect("push");
+    send_commit(conn, tree, counter, head, item).await;
     loop {
         let received = match timeout(wait, conn.next()).await {
             Err(_) => return None,
