@@ -15,7 +15,10 @@
 //!   byte for byte and their code decodes and verifies it.
 //!
 //! The Subduction crates are the oracle and the relay, never our
-//! implementation.
+//! implementation. Their node acknowledges neither a connection nor a
+//! Subscribe, and handles each message of a peer as a task of its own, so
+//! the tests wait on reports from the node as this file wires it: a
+//! connection added, a message their ephemeral handler has finished with.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,8 +33,10 @@ use bijou_proto::message::{Audience, Topic, Topics};
 use bijou_proto::session::{Delivered, Received, Rejected};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity, PeerId};
 use future_form::Sendable;
+use futures::future::BoxFuture;
 use futures::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 use sedimentree_core::codec::{
@@ -41,11 +46,12 @@ use sedimentree_core::codec::{
 };
 use sedimentree_core::depth::CountLeadingZeroBytes;
 use sedimentree_core::id::SedimentreeId as TheirTreeId;
+use subduction_core::authenticated::Authenticated;
 use subduction_core::connection::message::{
     BatchSyncResponse, SyncMessage as TheirSyncMessage, TryAsBatchSyncResponse,
     TryAsSubscribeRequest, MESSAGE_SCHEMA,
 };
-use subduction_core::handler::sync::SyncHandler;
+use subduction_core::handler::{sync::SyncHandler, Handler};
 use subduction_core::policy::open::OpenPolicy;
 use subduction_core::storage::memory::MemoryStorage;
 use subduction_core::subduction::{builder::SubductionBuilder, Subduction};
@@ -73,12 +79,8 @@ type TheirClient = TokioWebSocketClient<MemorySigner>;
 
 /// Bound on each test.
 const LIMIT: Duration = Duration::from_secs(60);
-/// Bound on waiting for one message.
+/// Bound on waiting for one message, or for one report from the node.
 const REPLY: Duration = Duration::from_secs(5);
-/// Their node handles a peer's messages concurrently and does not
-/// acknowledge a Subscribe, so a publish sent right after it can overtake
-/// it: subscribers wait this long before anything is published.
-const SETTLE: Duration = Duration::from_millis(200);
 
 // ---- the node: their code, wired together ---------------------------------
 
@@ -165,6 +167,7 @@ impl WireEnvelope for WireMessage {
 }
 
 type NodeConn = MessageTransport<UnifiedWebSocket>;
+type TheirPeerId = subduction_core::peer::id::PeerId;
 type SyncH = SyncHandler<
     Sendable,
     MemoryStorage,
@@ -174,13 +177,58 @@ type SyncH = SyncHandler<
     TrackedTokioSpawn,
 >;
 type EphH = EphemeralHandler<Sendable, NodeConn, OpenEphemeralPolicy, StdClock, TrackedTokioSpawn>;
+
+/// What the node reports, as it happens.
+#[derive(Debug)]
+enum Report {
+    /// A connection from this peer is in the node's connection map (their
+    /// node reads its messages from then on).
+    Added(TheirPeerId),
+    /// Their ephemeral handler has finished with this message from this
+    /// peer: a Subscribe or Unsubscribe is in its subscription map, a
+    /// published message's relay has its recipients.
+    Handled(TheirPeerId, TheirMessage),
+}
+
+/// Their ephemeral handler, unchanged, reporting each message once it has
+/// finished with it. Their node acknowledges no Subscribe and runs each
+/// message of a peer as a task of its own (a publish sent right after a
+/// Subscribe can overtake it), so the tests wait on these reports.
+#[derive(Clone)]
+struct Reporting {
+    inner: EphH,
+    reports: mpsc::UnboundedSender<Report>,
+}
+
+impl Handler<Sendable, NodeConn> for Reporting {
+    type Message = TheirMessage;
+    type HandlerError = <EphH as Handler<Sendable, NodeConn>>::HandlerError;
+
+    fn handle<'a>(
+        &'a self,
+        conn: &'a Authenticated<NodeConn, Sendable>,
+        message: TheirMessage,
+    ) -> BoxFuture<'a, Result<(), Self::HandlerError>> {
+        Box::pin(async move {
+            let handled = message.clone();
+            let result = self.inner.handle(conn, message).await;
+            let _ = self.reports.send(Report::Handled(conn.peer_id(), handled));
+            result
+        })
+    }
+
+    fn on_peer_disconnect(&self, peer: TheirPeerId) -> BoxFuture<'_, ()> {
+        Handler::<Sendable, NodeConn>::on_peer_disconnect(&self.inner, peer)
+    }
+}
+
 type Node = Arc<
     Subduction<
         'static,
         Sendable,
         MemoryStorage,
         NodeConn,
-        ComposedHandler<SyncH, EphH, WireMessage>,
+        ComposedHandler<SyncH, Reporting, WireMessage>,
         OpenPolicy,
         MemorySigner,
         TimeoutTokio,
@@ -189,13 +237,52 @@ type Node = Arc<
     >,
 >;
 
-/// A running node: its address, its peer id, and its ephemeral handler
-/// (to make it publish or subscribe itself).
+/// A running node: its address, its peer id, its ephemeral handler (to
+/// make it publish or subscribe itself) and its reports.
 struct RunningNode {
     addr: SocketAddr,
     id: PeerId,
     ephemeral: EphH,
+    reports: mpsc::UnboundedReceiver<Report>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+impl RunningNode {
+    /// Waits for a report `wanted` accepts, passing over the others.
+    async fn reported(&mut self, what: &str, wanted: impl Fn(&Report) -> bool) {
+        let wait = async {
+            loop {
+                match self.reports.recv().await {
+                    Some(report) if wanted(&report) => return,
+                    Some(_) => {}
+                    None => panic!("the node stopped reporting"),
+                }
+            }
+        };
+        timeout(REPLY, wait)
+            .await
+            .unwrap_or_else(|_| panic!("the node reports {what} in time"));
+    }
+
+    /// Waits until a connection of `peer`'s is in the node's map.
+    async fn added(&mut self, peer: &SigningKey) {
+        let peer = their_peer_id(peer);
+        self.reported(
+            "the connection added",
+            |report| matches!(report, Report::Added(added) if *added == peer),
+        )
+        .await;
+    }
+
+    /// Waits until the node has handled `message` from `peer`.
+    async fn handled(&mut self, peer: &SigningKey, message: &TheirMessage) {
+        let peer = their_peer_id(peer);
+        let what = format!("{message:?} handled");
+        self.reported(&what, |report| {
+            matches!(report, Report::Handled(from, handled) if *from == peer && handled == message)
+        })
+        .await;
+    }
 }
 
 impl Drop for RunningNode {
@@ -209,13 +296,15 @@ const NODE_KEY: [u8; 32] = [0x4E; 32];
 async fn start_node() -> RunningNode {
     let spawner = TrackedTokioSpawn::new(TaskTracker::new());
     let ephemeral_spawner = spawner.clone();
+    let (reports, reports_rx) = mpsc::unbounded_channel();
+    let handler_reports = reports.clone();
     let (node, listener, manager, ephemeral) = SubductionBuilder::new()
         .signer(MemorySigner::from_bytes(&NODE_KEY))
         .storage(MemoryStorage::default(), Arc::new(OpenPolicy))
         .spawner(spawner)
         .timer(TimeoutTokio)
         .roundtrip_timeout(Duration::from_secs(5))
-        .build_composed::<Sendable, NodeConn, ComposedHandler<SyncH, EphH, WireMessage>, _>(
+        .build_composed::<Sendable, NodeConn, ComposedHandler<SyncH, Reporting, WireMessage>, _>(
             move |sync: Arc<SyncH>| {
                 // There is no `Handler for Arc<H>`; a SyncHandler clone
                 // shares its state.
@@ -227,10 +316,11 @@ async fn start_node() -> RunningNode {
                     StdClock,
                     ephemeral_spawner,
                 );
-                (
-                    Arc::new(ComposedHandler::new(sync, ephemeral.clone())),
-                    ephemeral,
-                )
+                let reporting = Reporting {
+                    inner: ephemeral.clone(),
+                    reports: handler_reports,
+                };
+                (Arc::new(ComposedHandler::new(sync, reporting)), ephemeral)
             },
         );
     tokio::spawn(async move { listener.await.ok() });
@@ -240,20 +330,22 @@ async fn start_node() -> RunningNode {
     let addr = tcp.local_addr().expect("addr");
     let accept = tokio::spawn(async move {
         while let Ok((stream, _)) = tcp.accept().await {
-            tokio::spawn(accept_one(node.clone(), stream));
+            tokio::spawn(accept_one(node.clone(), stream, reports.clone()));
         }
     });
     RunningNode {
         addr,
         id: SigningKey::from_bytes(&NODE_KEY).peer_id(),
         ephemeral,
+        reports: reports_rx,
         accept,
     }
 }
 
 /// What their `TokioWebSocketServer` does for one connection: WebSocket
-/// upgrade, their handshake as responder, then the node takes over.
-async fn accept_one(node: Node, stream: TcpStream) {
+/// upgrade, their handshake as responder, then the node takes over; the
+/// connection reported once the node has it.
+async fn accept_one(node: Node, stream: TcpStream, reports: mpsc::UnboundedSender<Report>) {
     let Ok(ws) = async_tungstenite::tokio::accept_async(stream).await else {
         return;
     };
@@ -283,9 +375,10 @@ async fn accept_one(node: Node, stream: TcpStream) {
     )
     .await;
     if let Ok((auth, ())) = handshake {
-        node.add_connection(auth.map(MessageTransport::new))
-            .await
-            .ok();
+        let peer = auth.peer_id();
+        if let Ok(true) = node.add_connection(auth.map(MessageTransport::new)).await {
+            let _ = reports.send(Report::Added(peer));
+        }
     }
 }
 
@@ -293,6 +386,11 @@ async fn accept_one(node: Node, stream: TcpStream) {
 
 fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32])
+}
+
+/// Their peer id for one of our keys.
+fn their_peer_id(key: &SigningKey) -> TheirPeerId {
+    TheirPeerId::new(*key.peer_id().as_bytes())
 }
 
 /// Our client: a `Connection` over our WebSocket transport.
@@ -338,6 +436,33 @@ fn their_topic(topic: Topic) -> TheirTopic {
     TheirTopic::new(*topic.as_bytes())
 }
 
+fn subscribe(topic: Topic) -> TheirMessage {
+    TheirMessage::Subscribe {
+        topics: nonempty::NonEmpty::new(their_topic(topic)),
+    }
+}
+
+fn unsubscribe(topic: Topic) -> TheirMessage {
+    TheirMessage::Unsubscribe {
+        topics: nonempty::NonEmpty::new(their_topic(topic)),
+    }
+}
+
+/// A message the node itself publishes (signed with its key).
+async fn node_message(topic: Topic, nonce: u64, payload: &[u8]) -> TheirMessage {
+    let sealed = TheirSigned::seal::<Sendable, _>(
+        &MemorySigner::from_bytes(&NODE_KEY),
+        TheirPayload {
+            id: their_topic(topic),
+            nonce,
+            timestamp: TimestampSeconds::now(),
+            payload: payload.to_vec(),
+        },
+    )
+    .await;
+    TheirMessage::Ephemeral(Box::new(sealed.into_signed()))
+}
+
 /// Their client publishes `payload` on `topic`; returns the bytes their
 /// encoder wrote.
 async fn their_publish(
@@ -372,16 +497,18 @@ async fn their_publish(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn we_subscribe_their_client_publishes_we_receive_it_verified() {
     timeout(LIMIT, async {
-        let node = start_node().await;
+        let mut node = start_node().await;
         let me = key(1);
         let mut ours = our_client(&node, &me).await;
         let topic = Topic::new(rand::random());
         let other = Topic::new(rand::random());
         ours.subscribe(Topics::one(topic)).await.expect("subscribe");
+        node.handled(&me, &subscribe(topic)).await;
 
+        // Their node reads their client's messages once it has the
+        // connection, after our Subscribe: nothing to wait for.
         let their_signer = MemorySigner::from_bytes(&[2; 32]);
         let theirs = their_client(&node, &their_signer).await;
-        tokio::time::sleep(SETTLE).await;
 
         for round in 0..10u8 {
             let payload = [round; 100];
@@ -409,17 +536,33 @@ async fn we_subscribe_their_client_publishes_we_receive_it_verified() {
         let wire = their_publish(&theirs, &their_signer, topic, b"for us").await;
         assert_eq!(&next(&mut ours).await.bytes[..], &wire[..]);
 
-        // Unsubscribed: nothing arrives any more.
+        // Unsubscribed: nothing arrives any more. `keep` stays subscribed,
+        // for a message that must come first.
+        let keep = Topic::new(rand::random());
+        ours.subscribe(Topics::one(keep)).await.expect("subscribe");
+        node.handled(&me, &subscribe(keep)).await;
         ours.unsubscribe(Topics::one(topic))
             .await
             .expect("unsubscribe");
-        tokio::time::sleep(SETTLE).await;
-        their_publish(&theirs, &their_signer, topic, b"after").await;
-        assert!(
-            timeout(Duration::from_millis(500), ours.next())
-                .await
-                .is_err(),
-            "nothing after unsubscribing"
+        node.handled(&me, &unsubscribe(topic)).await;
+        // Their client publishes on `topic`; once the node has handled it,
+        // its relay has chosen its recipients (the relay's sends are a task
+        // of their own, so this alone proves no order).
+        let after = their_publish(&theirs, &their_signer, topic, b"after").await;
+        let after = TheirMessage::try_decode(&after).expect("their own bytes");
+        node.handled(&key(2), &after).await;
+        // The node itself publishes on `topic`, then on `keep`. Its publish
+        // has queued its sends when it returns, so were we still a
+        // recipient on `topic`, that message would come first on our
+        // connection. The first thing we receive is the one on `keep`.
+        let on_topic = node_message(topic, rand::random(), b"after, from the node").await;
+        node.ephemeral.publish(on_topic).await;
+        let on_keep = node_message(keep, rand::random(), b"still subscribed").await;
+        node.ephemeral.publish(on_keep.clone()).await;
+        assert_eq!(
+            &next(&mut ours).await.bytes[..],
+            &on_keep.encode()[..],
+            "nothing on the topic after unsubscribing"
         );
     })
     .await
@@ -432,23 +575,22 @@ async fn we_subscribe_their_client_publishes_we_receive_it_verified() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn their_client_subscribes_we_publish_they_receive_it_verified() {
     timeout(LIMIT, async {
-        let node = start_node().await;
+        let mut node = start_node().await;
         let their_signer = MemorySigner::from_bytes(&[3; 32]);
         let theirs = their_client(&node, &their_signer).await;
         let topic = Topic::new(rand::random());
-        let subscribe = TheirMessage::Subscribe {
-            topics: nonempty::NonEmpty::new(their_topic(topic)),
-        };
         subduction_core::connection::Connection::<Sendable, TheirMessage>::send(
             &MessageTransport::new(theirs.clone()),
-            &subscribe,
+            &subscribe(topic),
         )
         .await
         .expect("their subscribe");
+        node.handled(&key(3), &subscribe(topic)).await;
 
+        // Their node reads our messages once it has our connection, after
+        // their Subscribe: nothing to wait for.
         let me = key(4);
         let mut ours = our_client(&node, &me).await;
-        tokio::time::sleep(SETTLE).await;
 
         for round in 0..10u8 {
             let payload = vec![round; 4096];
@@ -487,10 +629,11 @@ async fn their_client_subscribes_we_publish_they_receive_it_verified() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn their_node_subscribes_us_in_its_own_order_and_publishes() {
     timeout(LIMIT, async {
-        let node = start_node().await;
+        let mut node = start_node().await;
         let me = key(5);
         let mut ours = our_client(&node, &me).await;
-        tokio::time::sleep(SETTLE).await;
+        // The node subscribes the connections it has: ours, once added.
+        node.added(&me).await;
 
         let (high, low) = (Topic::new([0xF0; 32]), Topic::new([0x0F; 32]));
         let mut topics = nonempty::NonEmpty::new(their_topic(high));
@@ -514,18 +657,8 @@ async fn their_node_subscribes_us_in_its_own_order_and_publishes() {
 
         // The node publishes on a topic we subscribed to.
         ours.subscribe(Topics::one(low)).await.expect("subscribe");
-        tokio::time::sleep(SETTLE).await;
-        let sealed = TheirSigned::seal::<Sendable, _>(
-            &MemorySigner::from_bytes(&NODE_KEY),
-            TheirPayload {
-                id: their_topic(low),
-                nonce: 7,
-                timestamp: TimestampSeconds::now(),
-                payload: b"from the node".to_vec(),
-            },
-        )
-        .await;
-        let wire = TheirMessage::Ephemeral(Box::new(sealed.into_signed()));
+        node.handled(&me, &subscribe(low)).await;
+        let wire = node_message(low, 7, b"from the node").await;
         node.ephemeral.publish(wire.clone()).await;
         let received = next(&mut ours).await;
         assert_eq!(&received.bytes[..], &wire.encode()[..]);
@@ -548,14 +681,14 @@ async fn their_node_subscribes_us_in_its_own_order_and_publishes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn their_bytes_replayed_to_us_are_refused_as_duplicates() {
     timeout(LIMIT, async {
-        let node = start_node().await;
+        let mut node = start_node().await;
         let me = key(6);
         let mut ours = our_client(&node, &me).await;
         let topic = Topic::new(rand::random());
         ours.subscribe(Topics::one(topic)).await.expect("subscribe");
+        node.handled(&me, &subscribe(topic)).await;
         let their_signer = MemorySigner::from_bytes(&[7; 32]);
         let theirs = their_client(&node, &their_signer).await;
-        tokio::time::sleep(SETTLE).await;
         let wire = their_publish(&theirs, &their_signer, topic, b"once").await;
         let first = next(&mut ours).await;
         assert!(matches!(first.result, Ok(Delivered::Ephemeral(_))));

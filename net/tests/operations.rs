@@ -3,11 +3,16 @@
 //! a server connection answers. Messages received meanwhile are kept for
 //! `recv` in order, bounded; deadlines, unknown ids, a closed peer and a
 //! cancelled wait each end the way their docs say.
+//!
+//! On paused tokio time, the connections reading tokio's clock
+//! (`TokioClock`): the clock moves only when both sides wait, straight to
+//! the next deadline, so deadlines end exactly when due and take no wall
+//! time.
 
 use std::time::Duration;
 
 use bijou_net::handshake::ConnectConfig;
-use bijou_net::{RunError, HELD_MESSAGES};
+use bijou_net::{RunError, TokioClock, HELD_MESSAGES};
 use bijou_proto::message::{
     CommitId, DataRequestRejected, HeadsUpdate, RemoteHeads, SedimentreeId, SyncMessage,
 };
@@ -30,7 +35,11 @@ fn keys() -> (SigningKey, SigningKey) {
 
 async fn pair() -> (Conn, Conn) {
     let (client, server) = keys();
-    duplex_pair(&client, &server, &ConnectConfig::default()).await
+    let (client, server) = duplex_pair(&client, &server, &ConnectConfig::default()).await;
+    (
+        client.with_clock(TokioClock::system()),
+        server.with_clock(TokioClock::system()),
+    )
 }
 
 fn tree() -> SedimentreeId {
@@ -57,7 +66,7 @@ fn ack(head: CommitId) -> SyncMessage {
     })
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_push_is_run_to_its_acknowledgement_and_other_messages_wait_for_recv_in_order() {
     timeout(LIMIT, async {
         let (mut client, mut server) = pair().await;
@@ -97,7 +106,7 @@ async fn a_push_is_run_to_its_acknowledgement_and_other_messages_wait_for_recv_i
     .expect("bounded");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_unanswered_push_times_out_and_its_id_is_then_unknown() {
     timeout(LIMIT, async {
         let (mut client, _server) = pair().await;
@@ -106,9 +115,13 @@ async fn an_unanswered_push_times_out_and_its_id_is_then_unknown() {
         let id = client
             .start(Operation::Push(message), Duration::from_millis(200))
             .expect("started");
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let err = client.finish(id, &client_key).await.unwrap_err();
-        assert!(started.elapsed() >= Duration::from_millis(190));
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(200) && elapsed < Duration::from_millis(210),
+            "ended at its deadline: {elapsed:?}"
+        );
         assert!(
             matches!(
                 err,
@@ -129,7 +142,7 @@ async fn an_unanswered_push_times_out_and_its_id_is_then_unknown() {
     .expect("bounded");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_that_closes_ends_the_wait_with_closed() {
     timeout(LIMIT, async {
         let (mut client, mut server) = pair().await;
@@ -159,7 +172,7 @@ async fn a_peer_that_closes_ends_the_wait_with_closed() {
     .expect("bounded");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_wait_loses_nothing_and_finishing_again_carries_on() {
     timeout(LIMIT, async {
         let (mut client, mut server) = pair().await;
@@ -190,7 +203,7 @@ async fn a_cancelled_wait_loses_nothing_and_finishing_again_carries_on() {
     .expect("bounded");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_flood_while_waiting_is_held_up_to_the_bound_then_left_on_the_transport() {
     timeout(LIMIT, async {
         let (mut client, mut server) = pair().await;
@@ -230,7 +243,7 @@ async fn a_flood_while_waiting_is_held_up_to_the_bound_then_left_on_the_transpor
     .expect("bounded");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_registration_left_waiting_for_its_signer_ends_at_its_deadline_under_recv() {
     timeout(LIMIT, async {
         let (mut client, _server) = pair().await;

@@ -3,7 +3,8 @@
 //! upgrade) writes broken frames by hand. Each one gets a typed error
 //! ([`WsFrameError`], or `TooLarge`/`TextMessage`), a close frame with the
 //! right code, and the end of the stream; never a panic or a reservation
-//! ahead of the bytes received.
+//! ahead of the bytes received. The stall timer's tests run on an
+//! in-memory pipe under paused tokio time instead.
 
 use std::future::Future;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use bijou_net::transport::websocket::{self, WebSocketTransport};
 use bijou_net::transport::{Transport, TransportError};
 use bytes::BytesMut;
 use futures::{FutureExt, SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::net::{TcpListener, TcpStream};
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -51,7 +52,7 @@ async fn pair(our_role: Role) -> (Ws, TcpStream) {
 
 /// The close code the raw side receives (frames from `our_role`), or
 /// `None` if the socket ends without a close frame.
-async fn close_code(raw: &mut TcpStream, our_role: Role) -> Option<u16> {
+async fn close_code<S: AsyncRead + Unpin>(raw: &mut S, our_role: Role) -> Option<u16> {
     let peer_role = match our_role {
         Role::Server => Role::Client,
         Role::Client => Role::Server,
@@ -428,17 +429,31 @@ async fn a_valid_close_is_answered_with_its_code_after_the_messages_before_it() 
 }
 
 // ---- a peer that stops mid-frame ----------------------------------------------
+//
+// The stall timer is tokio time, so these run on an in-memory pipe (the
+// frames need no TCP) under paused time: the clock moves only when every
+// task waits, straight to the next timer, and the timings are exact.
 
-#[tokio::test]
+/// Our side over an in-memory pipe (no upgrade: frames from the first
+/// byte), and the other end of the pipe.
+fn memory_pair(our_role: Role) -> (WebSocketTransport<DuplexStream>, DuplexStream) {
+    let (ours, raw) = tokio::io::duplex(1 << 16);
+    (
+        WebSocketTransport::from_partially_read(ours, our_role, BytesMut::new()),
+        raw,
+    )
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_peer_that_stalls_mid_frame_times_out_with_1008() {
     bounded(async {
-        let (mut ours, mut raw) = pair(Role::Server).await;
+        let (mut ours, mut raw) = memory_pair(Role::Server);
         ours.set_stall_timeout(Some(Duration::from_millis(200)));
         let bytes = client_frame(true, OpCode::Binary, &[7; 100]);
         raw.write_all(&bytes[..50]).await.expect("write");
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let err = ours.next().await.expect("an item").expect_err("an error");
-        assert!(started.elapsed() >= Duration::from_millis(200));
+        assert_eq!(started.elapsed(), Duration::from_millis(200));
         assert!(
             matches!(err, TransportError::Stalled { after_ms: 200, .. }),
             "{err:?}"
@@ -449,11 +464,13 @@ async fn a_peer_that_stalls_mid_frame_times_out_with_1008() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_silent_between_messages_does_not_time_out() {
     bounded(async {
-        let (mut ours, mut raw) = pair(Role::Server).await;
+        let (mut ours, mut raw) = memory_pair(Role::Server);
         ours.set_stall_timeout(Some(Duration::from_millis(50)));
+        // Six stall timeouts of silence: a timer armed between messages
+        // would end the stream with an error before this one fires.
         let silent = tokio::time::timeout(Duration::from_millis(300), ours.next()).await;
         assert!(silent.is_err(), "no item while the peer is silent");
         raw.write_all(&client_frame(true, OpCode::Binary, b"late"))
@@ -464,10 +481,10 @@ async fn a_peer_silent_between_messages_does_not_time_out() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_that_trickles_within_the_timeout_is_not_stalled() {
     bounded(async {
-        let (mut ours, mut raw) = pair(Role::Server).await;
+        let (mut ours, mut raw) = memory_pair(Role::Server);
         ours.set_stall_timeout(Some(Duration::from_millis(300)));
         let bytes = client_frame(true, OpCode::Binary, &[3; 40]);
         let writer = tokio::spawn(async move {
@@ -477,8 +494,12 @@ async fn a_peer_that_trickles_within_the_timeout_is_not_stalled() {
             }
             raw
         });
-        // 10 chunks 100 ms apart: 1 s in all, never 300 ms without bytes.
+        // 10 chunks 100 ms apart: 900 ms from the first byte to the last,
+        // never 300 ms without bytes. A timer that counted from the first
+        // byte (not the last) would fire at 300 ms, mid-frame.
+        let started = tokio::time::Instant::now();
         assert_eq!(ours.next().await.unwrap().unwrap().len(), 40);
+        assert_eq!(started.elapsed(), Duration::from_millis(900));
         drop(writer.await.expect("writer"));
     })
     .await;

@@ -7,13 +7,16 @@
 //! refusing handshake messages, `send_all`) and a `BatchSyncResponse` with
 //! good and bad items.
 //!
-//! Every test is bounded by [`tokio::time::timeout`].
+//! Every test is bounded by [`tokio::time::timeout`]. The two silences in
+//! the handshake wait for a timer, so they run on an in-memory pipe under
+//! paused tokio time instead of sockets: the timeout fires exactly when
+//! due, in no wall time.
 
 use bijou_net::handshake::ConnectError;
 use bijou_proto::session::SendRefused;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bijou_codec::Wire;
 use bijou_framing::websocket::WsFrameError;
@@ -144,7 +147,10 @@ async fn raw_server(listener: &TcpListener) -> Raw {
 }
 
 /// The next binary message a raw peer receives.
-async fn next_binary(raw: &mut Raw) -> Bytes {
+async fn next_binary<S>(raw: &mut WebSocketStream<S>) -> Bytes
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     loop {
         match raw.next().await {
             Some(Ok(WsMessage::Binary(b))) => return b,
@@ -597,22 +603,39 @@ async fn close_before_the_response_at_the_initiator() {
 
 // ---- 2e. silence ------------------------------------------------------------
 
+/// An in-memory pipe for the silence tests: (our end, the raw peer's end).
+fn memory_pipe() -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
+    tokio::io::duplex(1 << 16)
+}
+
+/// The URL the in-memory upgrades ask for (nothing resolves it).
+const MEMORY_URL: &str = "ws://bijou.test/";
+
 /// A peer that upgrades and never sends a challenge: `Timeout` after the
 /// configured 300 ms.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn silent_initiator_times_out_at_the_responder() {
     bounded(async {
-        let (listener, addr) = bind().await;
-        let server = serve_with(listener, responder(), short_timeout());
-        let raw = raw_client(addr).await;
-        let started = Instant::now();
+        let (ours, theirs) = memory_pipe();
+        let server = tokio::spawn(async move {
+            let ws = websocket::accept(ours).await.expect("websocket upgrade");
+            Connection::accept(ws, &key(SERVER), &responder(), &short_timeout()).await
+        });
+        let (raw, _) = tokio_tungstenite::client_async(MEMORY_URL, theirs)
+            .await
+            .expect("raw upgrade");
+        let started = tokio::time::Instant::now();
         let result = server.await.expect("join");
         assert!(
             matches!(result, Err(ConnectError::Timeout { after }) if after == Duration::from_millis(300)),
             "{:?}",
             result.map(|_| ())
         );
-        assert!(started.elapsed() >= Duration::from_millis(250));
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(300) && elapsed < Duration::from_millis(310),
+            "timed out when due: {elapsed:?}"
+        );
         drop(raw);
     })
     .await;
@@ -620,19 +643,23 @@ async fn silent_initiator_times_out_at_the_responder() {
 
 /// A fake server that reads the challenge and never answers: `Timeout` at
 /// the initiator.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn silent_responder_times_out_at_the_initiator() {
     bounded(async {
-        let (listener, addr) = bind().await;
+        let (ours, theirs) = memory_pipe();
         let fake = tokio::spawn(async move {
-            let mut raw = raw_server(&listener).await;
+            let mut raw = tokio_tungstenite::accept_async(theirs)
+                .await
+                .expect("raw upgrade");
             let challenge = next_binary(&mut raw).await;
-            // Keep the socket open and silent until the initiator gives up.
+            // Keep the pipe open and silent until the initiator gives up.
             let end = observe_end(&mut raw).await;
             (challenge, end)
         });
-        let transport = websocket::connect(&url(addr)).await.expect("connect");
-        let started = Instant::now();
+        let transport = websocket::client(ours, MEMORY_URL)
+            .await
+            .expect("upgrade");
+        let started = tokio::time::Instant::now();
         let result = Connection::connect(
             transport,
             &key(CLIENT),
@@ -645,7 +672,11 @@ async fn silent_responder_times_out_at_the_initiator() {
             "{:?}",
             result.map(|_| ())
         );
-        assert!(started.elapsed() >= Duration::from_millis(250));
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(300) && elapsed < Duration::from_millis(310),
+            "timed out when due: {elapsed:?}"
+        );
         drop(result);
         let (challenge, _end) = fake.await.expect("join");
         assert!(matches!(

@@ -15,6 +15,7 @@
 //! | `checks` | `fuzz` | the fuzz oracles: one check per cargo-fuzz target, shared with the CI-scale mutation fuzz and the regression replay |
 //! | [`heap`] | | the heap a call peaks at and holds, with a counting allocator, and `per_byte x input + constant` bounds |
 //! | `echo` | `echo` | an echo server and an honest sender over loopback TCP |
+//! | `keyhive_node` | `keyhive` | a Subduction node with keyhive in process (their crates), its client, push and fetch |
 //!
 //! The `fuzz` feature needs the async shell (bijou-net, for its codecs) and
 //! nothing more; only `echo` adds tokio's TCP and channels, and only
@@ -31,6 +32,8 @@ pub mod echo;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod heap;
+#[cfg(feature = "keyhive")]
+pub mod keyhive_node;
 pub mod messages;
 #[cfg(feature = "proptest")]
 pub mod strategy;
