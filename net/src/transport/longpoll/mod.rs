@@ -50,7 +50,7 @@ mod error;
 mod session_id;
 
 pub use error::LongPollError;
-pub use session_id::{ParseSessionIdError, SessionId};
+pub use session_id::SessionId;
 
 /// The request header carrying the session id (HTTP header names are case
 /// insensitive; Subduction writes `x-session-id`).

@@ -1,6 +1,8 @@
 use core::fmt;
 use core::str::FromStr;
 
+use bijou_signing::hex::{self, ParseHexError};
+
 /// A long-poll session's token: 16 bytes from the operating system's
 /// random source, written as 32 lower-case hex digits in the
 /// [`SESSION_ID_HEADER`](super::SESSION_ID_HEADER).
@@ -74,42 +76,17 @@ impl fmt::Debug for SessionId {
 
 impl fmt::Display for SessionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        hex::write(f, &self.0)
     }
 }
 
-/// A session id header that is not 32 hex digits.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("a session id is 32 hex digits (16 bytes); got {len} characters{}", if *.hex { "" } else { ", not all hex" })]
-pub struct ParseSessionIdError {
-    /// The text's length.
-    pub len: usize,
-    /// Whether every character was a hex digit.
-    pub hex: bool,
-}
-
 impl FromStr for SessionId {
-    type Err = ParseSessionIdError;
+    type Err = ParseHexError;
 
-    /// 32 hex digits, either case (Subduction writes lower case).
-    fn from_str(text: &str) -> Result<Self, ParseSessionIdError> {
-        let hex = text.bytes().all(|b| b.is_ascii_hexdigit());
-        let error = ParseSessionIdError {
-            len: text.len(),
-            hex,
-        };
-        if text.len() != 32 || !hex {
-            return Err(error);
-        }
-        let mut bytes = [0u8; 16];
-        for (byte, pair) in bytes.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-            let digits = core::str::from_utf8(pair).map_err(|_| error.clone())?;
-            *byte = u8::from_str_radix(digits, 16).map_err(|_| error.clone())?;
-        }
-        Ok(Self(bytes))
+    /// 32 lower-case hex digits: the one text form, as our server writes
+    /// it and Subduction's client sends it back.
+    fn from_str(text: &str) -> Result<Self, ParseHexError> {
+        hex::parse::<16>(text).map(Self)
     }
 }
 
@@ -118,10 +95,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_round_trip_through_text_in_either_case() {
+    fn ids_round_trip_through_their_one_text_form() {
         let id = SessionId::from([0xAB; 16]);
         assert_eq!(id.to_string(), "ab".repeat(16));
-        assert_eq!("AB".repeat(16).parse::<SessionId>(), Ok(id));
+        assert_eq!("ab".repeat(16).parse::<SessionId>(), Ok(id));
         assert_eq!(format!("{id:?}"), "SessionId(..)");
     }
 
@@ -129,17 +106,12 @@ mod tests {
     fn a_wrong_length_or_a_non_hex_digit_is_refused() {
         assert_eq!(
             "ab".repeat(15).parse::<SessionId>(),
-            Err(ParseSessionIdError { len: 30, hex: true })
-        );
-        let mut text = "ab".repeat(16);
-        text.replace_range(31.., "g");
-        assert_eq!(
-            text.parse::<SessionId>(),
-            Err(ParseSessionIdError {
-                len: 32,
-                hex: false
+            Err(ParseHexError::Length {
+                expected: 32,
+                found: 30
             })
         );
+        assert!("AB".repeat(16).parse::<SessionId>().is_err());
         assert!("é".repeat(16).parse::<SessionId>().is_err());
     }
 
