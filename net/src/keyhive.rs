@@ -41,13 +41,7 @@ impl<T: Transport> Connection<T> {
     ///
     /// [`SendError`]: too large for the transport, or it failed.
     pub async fn send_keyhive(&mut self, message: &SukMessage) -> Result<(), SendError> {
-        let bytes = message.to_bytes().map_err(|_| {
-            SendError::Encode(bijou_codec::WriteError::CountTooLarge {
-                field: "SUK TotalSize",
-                len: message.signed.wire_len(),
-                max: u64::from(u32::MAX),
-            })
-        })?;
+        let bytes = message.to_bytes()?;
         self.send_bytes(bytes).await
     }
 }
