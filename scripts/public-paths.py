@@ -102,7 +102,7 @@ def main():
     (work / "Cargo.toml").write_text(
         '[package]\nname = "public-paths"\nversion = "0.0.0"\nedition = "2021"\n'
         "[workspace]\n"
-        f'[dependencies]\nbijou-frame = {{ path = "{ROOT}", features = ["iroh", "websocket"] }}\n'
+        f'[dependencies]\nbijou-frame = {{ path = "{ROOT}", features = ["iroh", "longpoll", "websocket"] }}\n'
     )
     # First the modules a user can reach (a module of one crate can be
     # re-exported by another), then each item under each of them.
