@@ -34,6 +34,8 @@ pub mod fuzz;
 pub mod heap;
 #[cfg(feature = "keyhive")]
 pub mod keyhive_node;
+#[cfg(feature = "longpoll_oracle")]
+pub mod longpoll_oracle;
 pub mod messages;
 #[cfg(feature = "proptest")]
 pub mod strategy;
