@@ -41,6 +41,7 @@
 
 mod budget_timer;
 mod connection;
+mod error_kind;
 pub mod handshake;
 pub mod keyhive;
 mod message_codec;
@@ -51,5 +52,6 @@ pub use connection::{
     Connection, ConnectionReceiver, ConnectionSender, ReuniteError, RunError, Shutdown, HELD_BYTES,
     HELD_MESSAGES, YIELD_AFTER,
 };
+pub use error_kind::ErrorKind;
 pub use message_codec::{MessageCodec, SendError};
 pub use tokio_clock::TokioClock;
