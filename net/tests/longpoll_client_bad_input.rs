@@ -370,6 +370,29 @@ async fn a_401_carrying_a_rejection_is_the_handshakes_rejection() {
             Err(other) => panic!("expected the rejection, got {other}"),
             Ok(_) => panic!("expected the rejection"),
         }
+        // On the transport itself: the challenge's flush succeeds, the
+        // stream yields the rejection and ends, the sink takes no more.
+        let mut t = longpoll::connect_with(&fake.url, fast())
+            .await
+            .expect("connect");
+        t.send(Bytes::from_static(b"challenge"))
+            .await
+            .expect("answered");
+        assert_eq!(
+            next(&mut t)
+                .await
+                .expect("the rejection")
+                .expect("ok")
+                .len(),
+            14
+        );
+        assert!(next(&mut t).await.is_none());
+        assert!(matches!(
+            t.send(Bytes::from_static(b"more")).await,
+            Err(TransportError::LongPoll(LongPollError::Closed))
+        ));
+        assert!(t.session_id().is_none());
+        assert_eq!(fake.requests("/lp/send").len(), 0);
     })
     .await
     .expect("bounded");
@@ -909,6 +932,49 @@ async fn close_posts_the_disconnect_at_most_for_its_timeout_and_drop_posts_it_to
         let disconnects = fake.requests("/lp/disconnect");
         assert_eq!(disconnects.len(), 2, "the dropped transport disconnected");
         assert_eq!(disconnects[1].session.as_deref(), Some(SESSION));
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_dropped_or_closed_transport_leaves_no_task_behind() {
+    timeout(LIMIT, async {
+        let fake = Fake::start(|req, _| match req.path.as_str() {
+            "/lp/handshake" => handshake_ok(),
+            "/lp/recv" => Answer::Hold,
+            _ => status(204, ""),
+        })
+        .await;
+        let alive = || {
+            tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks()
+        };
+        let baseline = alive();
+        for close_first in [false, true] {
+            let mut t = opened(&fake, fast()).await;
+            t.send(Bytes::from_static(b"one")).await.expect("sent");
+            // The poller starts and holds a poll.
+            assert!(timeout(Duration::from_millis(100), t.next()).await.is_err());
+            assert!(alive() >= baseline + 4, "sender, poller, their connections");
+            if close_first {
+                t.close().await.expect("closed");
+            }
+            drop(t);
+            // The tasks end; so do the fake server's connections, once
+            // ours are closed (and the dropped one's disconnect is done).
+            let started = Instant::now();
+            while alive() > baseline {
+                assert!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "{} tasks alive, {baseline} before",
+                    alive()
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        assert_eq!(fake.requests("/lp/disconnect").len(), 2);
     })
     .await
     .expect("bounded");

@@ -256,7 +256,7 @@ pub async fn connect_with(
         shared,
         base,
         config,
-        sender: AbortOnDrop(sender),
+        _sender: AbortOnDrop(sender),
         poller: None,
     })
 }
@@ -268,7 +268,9 @@ pub struct LongPollTransport {
     shared: Arc<Shared>,
     base: Arc<BaseUrl>,
     config: ClientConfig,
-    sender: AbortOnDrop,
+    /// The sender task, aborted with the transport.
+    _sender: AbortOnDrop,
+    /// The poller task, once started; aborted with the transport.
     poller: Option<AbortOnDrop>,
 }
 
@@ -284,15 +286,13 @@ impl LongPollTransport {
 }
 
 impl Drop for LongPollTransport {
-    /// Aborts both tasks; if the session is open and was not disconnected,
-    /// a task of its own posts `/lp/disconnect` (on a new connection, at
-    /// most [`ClientConfig::disconnect_timeout`]), when a tokio runtime
-    /// is there to run it.
+    /// Aborts both tasks (and so their connections); if the session is
+    /// open and was not disconnected, a task of its own posts
+    /// `/lp/disconnect` (on a new connection, at most
+    /// [`ClientConfig::disconnect_timeout`]), when a tokio runtime is there
+    /// to run it.
     fn drop(&mut self) {
-        self.sender.0.abort();
-        if let Some(poller) = &self.poller {
-            poller.0.abort();
-        }
+        // The tasks are aborted as the fields drop, after this.
         let session = {
             let st = self.shared.lock();
             match st.phase {
@@ -455,6 +455,17 @@ impl State {
         self.outgoing_bytes = 0;
         if matches!(self.sink, SinkState::Open) {
             self.sink = SinkState::Failed(Some(error));
+        }
+        wake.0.append(&mut self.writers);
+    }
+
+    /// The sink takes nothing more, with no error to report: what was
+    /// queued is dropped.
+    fn close_sink(&mut self, wake: &mut Wake) {
+        self.outgoing.clear();
+        self.outgoing_bytes = 0;
+        if matches!(self.sink, SinkState::Open) {
+            self.sink = SinkState::Failed(None);
         }
         wake.0.append(&mut self.writers);
     }

@@ -81,7 +81,10 @@ pub(super) async fn run_sender(
                         }
                     }
                     Handshake::Rejected(rejection) => {
+                        // The challenge was answered (its flush succeeds);
+                        // nothing more can be sent.
                         st.phase = Phase::Failed;
+                        st.close_sink(&mut wake);
                         st.push_received(rejection, &mut wake);
                         st.end_stream(End::Done, &mut wake);
                     }
