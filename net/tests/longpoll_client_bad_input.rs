@@ -1,6 +1,6 @@
 //! The long-poll client against a scripted HTTP server (hyper, loopback):
 //! every answer the protocol does not expect, the failures it recovers
-//! from, and each bound of the client's module docs.
+//! from, and each bound that `LongPollTransport`'s docs state.
 //!
 //! The fake server logs every request (path, our headers, body) and
 //! answers from a script: a full response, a body that breaks off, a body
@@ -771,7 +771,7 @@ async fn a_message_over_the_max_is_refused_by_the_sink() {
 // ---- the requests, connecting and closing ----------------------------------------
 
 #[tokio::test]
-async fn the_requests_carry_what_the_module_docs_say_under_the_base_path() {
+async fn the_requests_carry_what_the_docs_say_under_the_base_path() {
     timeout(LIMIT, async {
         let fake = Fake::start_at(
             "/base/",

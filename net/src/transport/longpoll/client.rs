@@ -1,119 +1,6 @@
-//! The long-poll client: [`connect`] opens a [`LongPollTransport`] to a
-//! Subduction long-poll server (Subduction's own, or ours), and a
-//! [`Connection`](crate::Connection) runs on it as on any transport.
-//!
-//! ```text
-//!   connect(url)                      TCP connection A opened (a refused one is TransportError::Io)
-//!   sink: challenge ──────────────►   A: POST {base}/lp/handshake   body: challenge
-//!   stream ◄─ response ────────────   200 x-session-id: <32 hex>    body: response
-//!                                     (401 + a Rejection: the stream yields it, then ends)
-//!   sink: message ────────────────►   A: POST {base}/lp/send        x-session-id, body: message
-//!   (flush completes on its 2xx)      204
-//!   stream polled after the handshake: TCP connection B opened
-//!                                     B: POST {base}/lp/recv        x-session-id, x-bijou-ack: 0
-//!   stream ◄─ message ─────────────   200 [x-bijou-seq: 1]          body: message
-//!                                     B: POST {base}/lp/recv        x-session-id, x-bijou-ack: 1
-//!                                     204 (nothing within the server's hold): polled again at once
-//!                                     410: the stream ends
-//!   sink closed ──────────────────►   A: POST {base}/lp/disconnect  x-session-id (at most 2 s)
-//! ```
-//!
-//! Two tasks do the HTTP, each on its own keep-alive connection (HTTP/1
-//! answers one request at a time per connection): the sender (handshake,
-//! sends and the disconnect, strictly one after another) and the poller
-//! (one `/lp/recv` in flight at a time). Both are aborted when the
-//! transport is dropped, and a dropped transport whose session is open
-//! tries a disconnect (a task of its own, at most
-//! [`ClientConfig::disconnect_timeout`]). Every body that carries a message
-//! is sent with `content-type: application/octet-stream`.
-//!
-//! # Receiving
-//!
-//! - The poller starts the first time the stream is polled after the
-//!   handshake's reply was taken, so the message length the handshake
-//!   driver sets then applies to every message after it.
-//! - A `200`'s body is one message, read as its bytes arrive and refused
-//!   as soon as it is known to be longer than the maximum in force
-//!   ([`Transport::set_max_message_length`]: 256 bytes while the
-//!   handshake runs): from its `content-length` before anything is read,
-//!   else from the bytes received. That is [`TransportError::TooLarge`],
-//!   and ends the stream.
-//! - Acknowledgements (our server's extension, ignored by Subduction's):
-//!   each `/lp/recv` carries [`ACK_HEADER`](super::ACK_HEADER), the highest
-//!   [`SEQUENCE_HEADER`](super::SEQUENCE_HEADER) received (0 at first). A
-//!   `200` numbered at or below it is a repeat and is dropped; a `200`
-//!   without a number (Subduction's server) is always delivered.
-//! - A poll that fails (no connection, a reset, a body that broke off, no
-//!   answer within [`ClientConfig::request_timeout`], any status but 200,
-//!   204 or 410) is sent again on a new connection, with the same
-//!   acknowledgement: our server then repeats a response that was lost.
-//!   The pause before it doubles from [`ClientConfig::retry_pause`] (50 ms)
-//!   up to [`ClientConfig::max_retry_pause`] (1 s); after
-//!   [`ClientConfig::max_failures`] (5) failures in a row, the last one's
-//!   error ends the stream. A 200 or 204 resets the count.
-//! - A `410` ends the stream (`None`), whether or not anything came
-//!   before: the server closed the session and every message it held was
-//!   delivered, as a WebSocket close does. Once this side disconnected,
-//!   any failure ends it the same way.
-//!
-//! # Sending
-//!
-//! - The first message handed to the sink is the challenge: it goes to
-//!   `/lp/handshake`. A `200` must carry a valid `x-session-id`
-//!   ([`LongPollError::MissingSessionId`] otherwise); any other status
-//!   but a `401` whose body is a Rejection is [`LongPollError::Status`],
-//!   with the body's first bytes. These errors come from the sink (the
-//!   handshake driver's `send`), and the stream then ends.
-//! - Every later message is one `/lp/send`, in order, one at a time; any
-//!   2xx is success. A `410` is [`LongPollError::SessionGone`], another
-//!   status [`LongPollError::Status`], a request that may have reached the
-//!   server and got no answer the HTTP or I/O error; a request that
-//!   certainly did not leave (no connection) is tried again as a poll is.
-//!   The error comes from the sink's next call, the messages queued behind
-//!   it are dropped, and the sink refuses more
-//!   ([`LongPollError::Closed`]). The stream is not affected.
-//! - **Flush completes when every message queued got its 2xx** (the
-//!   challenge: its `200` or `401`). So `send` returns once the server has
-//!   the message.
-//! - Closing the sink flushes, then posts `/lp/disconnect` (best effort, at
-//!   most [`ClientConfig::disconnect_timeout`], 2 s): Subduction's server
-//!   keeps a session until then.
-//!
-//! # Bounds
-//!
-//! | What | Bound |
-//! |---|---|
-//! | received messages not yet taken | [`RECV_QUEUE_MESSAGES`] (16) messages, polled for while fewer than 16 and less than [`RECV_QUEUE_BYTES`] (1 MiB) wait, so at most 1 MiB + one message |
-//! | one received message | the maximum in force (256 B during the handshake, then the configured one, 50 MiB by default) |
-//! | messages queued to send (the one in flight included) | `poll_ready` is pending from [`SEND_QUEUE_MESSAGES`] (16) or [`SEND_QUEUE_BYTES`] (1 MiB) on |
-//! | requests in flight | one `/lp/recv`, one other |
-//! | one request, answer included | [`ClientConfig::request_timeout`] (45 s, above the server's 30 s hold) |
-//! | a TCP connection | [`ClientConfig::connect_timeout`] (10 s) |
-//! | failed polls in a row | [`ClientConfig::max_failures`] (5), pauses 50 ms doubling to 1 s |
-//! | the disconnect | [`ClientConfig::disconnect_timeout`] (2 s) |
-//!
-//! ```no_run
-//! use bijou_frame::net::handshake::ConnectConfig;
-//! use bijou_frame::net::transport::longpoll;
-//! use bijou_frame::net::Connection;
-//! use bijou_frame::proto::message::Audience;
-//! use bijou_frame::signing::ed25519_dalek::SigningKey;
-//!
-//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-//! let key = SigningKey::from_bytes(&[7; 32]);
-//! let transport = longpoll::connect("http://127.0.0.1:8080").await?;
-//! let mut conn = Connection::connect(
-//!     transport,
-//!     &key,
-//!     Audience::discover(b"127.0.0.1:8080"),
-//!     &ConnectConfig::default(),
-//! )
-//! .await?;
-//! while let Some(received) = conn.recv().await? {
-//!     println!("{} bytes", received.bytes.len());
-//! }
-//! # Ok(()) }
-//! ```
+//! The long-poll client: [`LongPollTransport`] (whose docs give the
+//! request sequence and the bounds), [`connect`] and [`connect_with`];
+//! the URL, the HTTP and the two tasks in modules of their own.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -151,7 +38,7 @@ pub const SEND_QUEUE_MESSAGES: usize = 16;
 /// message that crosses it is taken whole).
 pub const SEND_QUEUE_BYTES: usize = 1024 * 1024;
 
-/// The client's timeouts and retries; see the [module docs](self).
+/// The client's timeouts and retries; see [`LongPollTransport`].
 ///
 /// ```
 /// use bijou_frame::net::transport::longpoll::ClientConfig;
@@ -261,8 +148,122 @@ pub async fn connect_with(
     })
 }
 
-/// A client session with a long-poll server: a [`Transport`] (see the
-/// [module docs](self)), made by [`connect`] or [`connect_with`].
+/// A client session with a long-poll server (Subduction's, or ours): a
+/// [`Transport`], so a [`Connection`](crate::Connection) runs on it as on
+/// any other. Made by [`connect`] or [`connect_with`].
+///
+/// ```text
+///   connect(url)                      TCP connection A opened (a refused one is TransportError::Io)
+///   sink: challenge ──────────────►   A: POST {base}/lp/handshake   body: challenge
+///   stream ◄─ response ────────────   200 x-session-id: <32 hex>    body: response
+///                                     (401 + a Rejection: the stream yields it, then ends)
+///   sink: message ────────────────►   A: POST {base}/lp/send        x-session-id, body: message
+///   (flush completes on its 2xx)      204
+///   stream polled after the handshake: TCP connection B opened
+///                                     B: POST {base}/lp/recv        x-session-id, x-bijou-ack: 0
+///   stream ◄─ message ─────────────   200 [x-bijou-seq: 1]          body: message
+///                                     B: POST {base}/lp/recv        x-session-id, x-bijou-ack: 1
+///                                     204 (nothing within the server's hold): polled again at once
+///                                     410: the stream ends
+///   sink closed ──────────────────►   A: POST {base}/lp/disconnect  x-session-id (at most 2 s)
+/// ```
+///
+/// Two tasks do the HTTP, each on its own keep-alive connection (HTTP/1
+/// answers one request at a time per connection): the sender (handshake,
+/// sends and the disconnect, strictly one after another) and the poller
+/// (one `/lp/recv` in flight at a time). Both are aborted when the
+/// transport is dropped, and a dropped transport whose session is open
+/// tries a disconnect (a task of its own, at most
+/// [`ClientConfig::disconnect_timeout`]). Every body that carries a message
+/// is sent with `content-type: application/octet-stream`.
+///
+/// # Receiving
+///
+/// - The poller starts the first time the stream is polled after the
+///   handshake's reply was taken, so the message length the handshake
+///   driver sets then applies to every message after it.
+/// - A `200`'s body is one message, read as its bytes arrive and refused
+///   as soon as it is known to be longer than the maximum in force
+///   ([`Transport::set_max_message_length`]: 256 bytes while the
+///   handshake runs): from its `content-length` before anything is read,
+///   else from the bytes received. That is [`TransportError::TooLarge`],
+///   and ends the stream.
+/// - Acknowledgements (our server's extension, ignored by Subduction's):
+///   each `/lp/recv` carries [`ACK_HEADER`](super::ACK_HEADER), the highest
+///   [`SEQUENCE_HEADER`](super::SEQUENCE_HEADER) received (0 at first). A
+///   `200` numbered at or below it is a repeat and is dropped; a `200`
+///   without a number (Subduction's server) is always delivered.
+/// - A poll that fails (no connection, a reset, a body that broke off, no
+///   answer within [`ClientConfig::request_timeout`], any status but 200,
+///   204 or 410) is sent again on a new connection, with the same
+///   acknowledgement: our server then repeats a response that was lost.
+///   The pause before it doubles from [`ClientConfig::retry_pause`] (50 ms)
+///   up to [`ClientConfig::max_retry_pause`] (1 s); after
+///   [`ClientConfig::max_failures`] (5) failures in a row, the last one's
+///   error ends the stream. A 200 or 204 resets the count.
+/// - A `410` ends the stream (`None`), whether or not anything came
+///   before: the server closed the session and every message it held was
+///   delivered, as a WebSocket close does. Once this side disconnected,
+///   any failure ends it the same way.
+///
+/// # Sending
+///
+/// - The first message handed to the sink is the challenge: it goes to
+///   `/lp/handshake`. A `200` must carry a valid `x-session-id`
+///   ([`LongPollError::MissingSessionId`] otherwise); any other status
+///   but a `401` whose body is a Rejection is [`LongPollError::Status`],
+///   with the body's first bytes. These errors come from the sink (the
+///   handshake driver's `send`), and the stream then ends.
+/// - Every later message is one `/lp/send`, in order, one at a time; any
+///   2xx is success. A `410` is [`LongPollError::SessionGone`], another
+///   status [`LongPollError::Status`], a request that may have reached the
+///   server and got no answer the HTTP or I/O error; a request that
+///   certainly did not leave (no connection) is tried again as a poll is.
+///   The error comes from the sink's next call, the messages queued behind
+///   it are dropped, and the sink refuses more
+///   ([`LongPollError::Closed`]). The stream is not affected.
+/// - **Flush completes when every message queued got its 2xx** (the
+///   challenge: its `200` or `401`). So `send` returns once the server has
+///   the message.
+/// - Closing the sink flushes, then posts `/lp/disconnect` (best effort, at
+///   most [`ClientConfig::disconnect_timeout`], 2 s): Subduction's server
+///   keeps a session until then.
+///
+/// # Bounds
+///
+/// | What | Bound |
+/// |---|---|
+/// | received messages not yet taken | [`RECV_QUEUE_MESSAGES`] (16) messages, polled for while fewer than 16 and less than [`RECV_QUEUE_BYTES`] (1 MiB) wait, so at most 1 MiB + one message |
+/// | one received message | the maximum in force (256 B during the handshake, then the configured one, 50 MiB by default) |
+/// | messages queued to send (the one in flight included) | `poll_ready` is pending from [`SEND_QUEUE_MESSAGES`] (16) or [`SEND_QUEUE_BYTES`] (1 MiB) on |
+/// | requests in flight | one `/lp/recv`, one other |
+/// | one request, answer included | [`ClientConfig::request_timeout`] (45 s, above the server's 30 s hold) |
+/// | a TCP connection | [`ClientConfig::connect_timeout`] (10 s) |
+/// | failed polls in a row | [`ClientConfig::max_failures`] (5), pauses 50 ms doubling to 1 s |
+/// | the disconnect | [`ClientConfig::disconnect_timeout`] (2 s) |
+///
+/// ```no_run
+/// use bijou_frame::net::handshake::ConnectConfig;
+/// use bijou_frame::net::transport::longpoll;
+/// use bijou_frame::net::Connection;
+/// use bijou_frame::proto::message::Audience;
+/// use bijou_frame::signing::ed25519_dalek::SigningKey;
+///
+/// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+/// let key = SigningKey::from_bytes(&[7; 32]);
+/// let transport = longpoll::connect("http://127.0.0.1:8080").await?;
+/// let mut conn = Connection::connect(
+///     transport,
+///     &key,
+///     Audience::discover(b"127.0.0.1:8080"),
+///     &ConnectConfig::default(),
+/// )
+/// .await?;
+/// while let Some(received) = conn.recv().await? {
+///     println!("{} bytes", received.bytes.len());
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct LongPollTransport {
     shared: Arc<Shared>,

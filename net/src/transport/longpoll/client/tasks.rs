@@ -306,8 +306,8 @@ enum Polled {
 }
 
 /// The poller: one `/lp/recv` at a time while the stream's queue has room,
-/// acknowledging the highest sequence number received; see the module
-/// docs for what ends it.
+/// acknowledging the highest sequence number received; what ends it is in
+/// `LongPollTransport`'s docs.
 pub(super) async fn run_poller(
     shared: Arc<Shared>,
     base: Arc<BaseUrl>,
