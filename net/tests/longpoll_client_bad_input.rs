@@ -979,3 +979,59 @@ async fn a_dropped_or_closed_transport_leaves_no_task_behind() {
     .await
     .expect("bounded");
 }
+
+#[tokio::test]
+async fn a_send_whose_connection_closed_goes_out_on_a_new_one_or_fails_after_five_tries() {
+    timeout(LIMIT, async {
+        // The server closes each connection after its answer.
+        let closing = || vec![("connection", "close".to_owned())];
+        let fake = Fake::start(move |req, _| match req.path.as_str() {
+            "/lp/handshake" => Answer::Full(
+                200,
+                vec![
+                    (SESSION_ID_HEADER, SESSION.to_owned()),
+                    ("connection", "close".to_owned()),
+                ],
+                Bytes::from_static(b"reply"),
+            ),
+            _ => Answer::Full(204, closing(), Bytes::new()),
+        })
+        .await;
+        let mut t = opened(&fake, fast()).await;
+        for n in 0..3u8 {
+            t.send(Bytes::from(vec![n]))
+                .await
+                .expect("sent on a new connection");
+        }
+        assert_eq!(fake.requests("/lp/send").len(), 3);
+
+        // No server any more: the send never leaves, is tried five times,
+        // and the sink reports the refused connection.
+        let fake = Fake::start(move |req, _| match req.path.as_str() {
+            "/lp/handshake" => Answer::Full(
+                200,
+                vec![
+                    (SESSION_ID_HEADER, SESSION.to_owned()),
+                    ("connection", "close".to_owned()),
+                ],
+                Bytes::from_static(b"reply"),
+            ),
+            _ => Answer::Hold,
+        })
+        .await;
+        let mut t = opened(&fake, fast()).await;
+        drop(fake);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = Instant::now();
+        match t.send(Bytes::from_static(b"lost")).await {
+            Err(TransportError::Io(e)) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+            }
+            other => panic!("expected a refused connection, got {other:?}"),
+        }
+        // Pauses of 10, 20, 40, 40 ms between the five tries.
+        assert!(started.elapsed() >= Duration::from_millis(110));
+    })
+    .await
+    .expect("bounded");
+}
