@@ -46,9 +46,14 @@ use std::time::Duration;
 
 use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
 
+mod client;
 mod error;
 mod session_id;
 
+pub use client::{
+    connect, connect_with, ClientConfig, LongPollTransport, RECV_QUEUE_BYTES, RECV_QUEUE_MESSAGES,
+    SEND_QUEUE_BYTES, SEND_QUEUE_MESSAGES,
+};
 pub use error::LongPollError;
 pub use session_id::SessionId;
 
