@@ -46,10 +46,19 @@ use std::time::Duration;
 
 use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
 
+mod body;
+mod config;
 mod error;
+mod refusal;
+mod registry;
+mod server;
+mod session;
 mod session_id;
 
+pub use config::{ServerConfig, DEFAULT_IDLE_TIMEOUT};
 pub use error::LongPollError;
+pub use server::{IncomingSessions, LongPollServer};
+pub use session::LongPollSession;
 pub use session_id::{ParseSessionIdError, SessionId};
 
 /// The request header carrying the session id (HTTP header names are case
