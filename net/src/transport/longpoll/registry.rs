@@ -189,3 +189,80 @@ impl Drop for Reservation {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::longpoll::session::LongPollSession;
+    use bytes::Bytes;
+
+    /// A table of `n` open sessions, their server-side ends kept.
+    fn table(n: usize, config: ServerConfig) -> (Arc<Registry>, Vec<LongPollSession>) {
+        let config = Arc::new(config);
+        let registry = Arc::new(Registry::new(Arc::clone(&config)));
+        let mut kept = Vec::with_capacity(n);
+        for i in 0..n {
+            let (session, _reply) =
+                LongPollSession::pending(Bytes::new(), Arc::clone(&config), registry.now_ms());
+            let reservation = registry.reserve().expect("room");
+            let mut id = [0u8; 16];
+            id[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            reservation
+                .register(&SessionId::from(id), Arc::clone(session.shared()))
+                .expect("a new id");
+            kept.push(session);
+        }
+        (registry, kept)
+    }
+
+    #[test]
+    fn a_sweep_of_10_000_sessions_takes_well_under_a_millisecond() {
+        let (registry, _kept) = table(10_000, ServerConfig::default());
+        let mut fastest = Duration::MAX;
+        for _ in 0..20 {
+            let start = std::time::Instant::now();
+            assert!(registry.sweep_once());
+            fastest = fastest.min(start.elapsed());
+        }
+        eprintln!("one sweep over 10,000 idle sessions (none due): {fastest:?}");
+        assert_eq!(registry.len(), 10_000);
+        assert!(fastest < Duration::from_millis(5), "{fastest:?}");
+    }
+
+    #[test]
+    fn a_sweep_expires_idle_sessions_keeps_busy_ones_and_drops_finished_ones() {
+        let config = ServerConfig {
+            idle_timeout: Duration::ZERO,
+            ..ServerConfig::default()
+        };
+        let (registry, kept) = table(3, config);
+        kept[0].shared().begin_request(registry.now_ms());
+        kept[2].shared().close(Closed::ByClient);
+        assert!(registry.sweep_once(), "the busy one stays");
+        assert_eq!(registry.len(), 1);
+        assert!(!kept[0].is_closed());
+        assert!(kept[1].is_closed(), "expired");
+        kept[0].shared().end_request(registry.now_ms());
+        assert!(
+            !registry.sweep_once(),
+            "the table is empty: the sweeper stops"
+        );
+        assert!(kept[0].is_closed());
+    }
+
+    #[test]
+    fn the_bound_counts_handshakes_in_progress() {
+        let config = ServerConfig {
+            max_sessions: 2,
+            ..ServerConfig::default()
+        };
+        let (registry, _kept) = table(1, config);
+        let pending = registry.reserve().expect("the second place");
+        assert!(matches!(
+            registry.reserve(),
+            Err(Refusal::SessionsFull { max: 2 })
+        ));
+        drop(pending);
+        assert!(registry.reserve().is_ok());
+    }
+}
