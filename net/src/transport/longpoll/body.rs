@@ -4,6 +4,7 @@
 //! ```text
 //!   Content-Length over the cap        -> TooLarge (413), nothing read
 //!   each frame:  no frame for `stall`  -> BodyStalled (408)
+//!                past the deadline     -> BodyTooSlow (408; the handshake's)
 //!                bytes so far > cap    -> TooLarge (413)
 //!                an error (broke off,  -> BodyBrokenOff (400)
 //!                shorter than announced)
@@ -21,14 +22,20 @@ use tokio::time::Instant;
 
 use super::refusal::Refusal;
 
+/// A bound on a whole body: the deadline, and the timeout it came from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Deadline {
+    pub(super) at: Instant,
+    pub(super) after: Duration,
+}
+
 /// The body, at most `max` bytes. Each wait for the next piece is
-/// bounded by `stall`, and the whole read by `deadline` if there is one
-/// (reported as a stall too).
+/// bounded by `stall`, and the whole read by `deadline` if there is one.
 pub(super) async fn read_capped(
     mut body: Incoming,
     max: usize,
     stall: Duration,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
 ) -> Result<Bytes, Refusal> {
     let announced = body.size_hint().lower();
     if usize::try_from(announced).map_or(true, |announced| announced > max) {
@@ -41,12 +48,18 @@ pub(super) async fn read_capped(
     let mut more = BytesMut::new();
     let mut have = 0usize;
     loop {
-        let mut wait_until = Instant::now() + stall;
-        if let Some(deadline) = deadline {
-            wait_until = wait_until.min(deadline);
-        }
+        let stalled = Instant::now() + stall;
+        let wait_until = deadline.map_or(stalled, |d| d.at.min(stalled));
         let frame = match tokio::time::timeout_at(wait_until, body.frame()).await {
-            Err(_) => return Err(Refusal::BodyStalled { after: stall, have }),
+            Err(_) => {
+                return Err(match deadline {
+                    Some(d) if d.at <= wait_until && d.at < stalled => Refusal::BodyTooSlow {
+                        after: d.after,
+                        have,
+                    },
+                    _ => Refusal::BodyStalled { after: stall, have },
+                })
+            }
             Ok(None) => break,
             Ok(Some(Err(_))) => return Err(Refusal::BodyBrokenOff { have }),
             Ok(Some(Ok(frame))) => frame,

@@ -71,6 +71,15 @@ pub(super) enum Refusal {
         /// Bytes received.
         have: usize,
     },
+    /// 408: before authentication, a body must arrive whole within the
+    /// handshake timeout.
+    #[error("the request body did not arrive within {after:?} ({have} bytes came): send it whole, at once")]
+    BodyTooSlow {
+        /// The handshake timeout.
+        after: Duration,
+        /// Bytes received.
+        have: usize,
+    },
     /// 503.
     #[error("the server has {max} sessions open or opening, its limit: try again later")]
     SessionsFull {
@@ -122,7 +131,7 @@ impl Refusal {
             Self::SessionGone => StatusCode::GONE,
             Self::RecvInProgress => StatusCode::CONFLICT,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::BodyStalled { .. } => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyStalled { .. } | Self::BodyTooSlow { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::SessionsFull { .. }
             | Self::AcceptQueueFull
             | Self::NotAccepting
@@ -175,6 +184,14 @@ mod tests {
                 },
                 408,
                 "stopped for 1s",
+            ),
+            (
+                Refusal::BodyTooSlow {
+                    after: Duration::from_secs(10),
+                    have: 3,
+                },
+                408,
+                "within 10s (3 bytes came)",
             ),
             (Refusal::SessionsFull { max: 4 }, 503, "4 sessions"),
             (Refusal::AcceptQueueFull, 503, "try again later"),

@@ -47,7 +47,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::body::read_capped;
+use super::body::{read_capped, Deadline};
 use super::config::ServerConfig;
 use super::error::LongPollError;
 use super::refusal::Refusal;
@@ -233,7 +233,10 @@ impl LongPollServer {
             request.into_body(),
             MAX_HANDSHAKE_BODY,
             config.body_stall_timeout,
-            Some(deadline),
+            Some(Deadline {
+                at: deadline,
+                after: config.handshake_timeout,
+            }),
         )
         .await?;
         let registry = &self.inner.registry;
