@@ -329,6 +329,8 @@ impl LongPollServer {
                     .ok_or(Refusal::MalformedAck)?,
             ),
         };
+        // The request's head is not kept while the answer is awaited.
+        drop(request);
         let _request = Activity::begin(&self.inner.registry, &session);
         let _held = session.hold_recv()?;
         let deadline = Instant::now() + self.inner.config.poll_timeout;

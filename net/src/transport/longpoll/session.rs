@@ -114,6 +114,14 @@ impl State {
     fn is_closed(&self) -> bool {
         matches!(self.phase, Phase::Closed(_))
     }
+
+    /// Gives back the outbound queue's buffer once it is empty: an idle
+    /// session holds none.
+    fn release_empty_outbound(&mut self) {
+        if self.outbound.is_empty() && self.outbound.capacity() > 0 {
+            self.outbound = VecDeque::new();
+        }
+    }
 }
 
 /// The state a session's requests and its [`LongPollSession`] share.
@@ -294,6 +302,7 @@ impl Shared {
                     state.outbound_bytes = state.outbound_bytes.saturating_sub(gone.bytes.len());
                 }
             }
+            state.release_empty_outbound();
         }
         loop {
             let ready = self.to_client.notified();
@@ -304,10 +313,12 @@ impl Shared {
                 let next = if ack.is_some() {
                     state.outbound.front().map(|m| (m.seq, m.bytes.clone()))
                 } else {
-                    state.outbound.pop_front().map(|m| {
+                    let taken = state.outbound.pop_front().map(|m| {
                         state.outbound_bytes = state.outbound_bytes.saturating_sub(m.bytes.len());
                         (m.seq, m.bytes)
-                    })
+                    });
+                    state.release_empty_outbound();
+                    taken
                 };
                 if let Some((seq, bytes)) = next {
                     state.delivered = state.delivered.max(seq);
@@ -455,6 +466,10 @@ impl Stream for LongPollSession {
         }
         if let Some(message) = state.inbound.pop_front() {
             state.inbound_bytes = state.inbound_bytes.saturating_sub(message.len());
+            if state.inbound.is_empty() {
+                // An idle session holds no buffer.
+                state.inbound = VecDeque::new();
+            }
             let max = state.max_message_length;
             if message.len() > max {
                 state.stream_done = true;
