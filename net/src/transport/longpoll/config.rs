@@ -14,18 +14,28 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration =
 
 /// The bounds and timeouts of a [`LongPollServer`](super::LongPollServer).
 ///
-/// | Setting | Default | What happens at the bound |
-/// |---|---|---|
-/// | `max_sessions` | 10,000 | `/lp/handshake` answers `503` |
-/// | `accept_queue` | 64 sessions | `/lp/handshake` answers `503` |
-/// | `handshake_timeout` | 10 s | `/lp/handshake` answers `503` |
-/// | `poll_timeout` | 30 s | `/lp/recv` answers `204` |
-/// | `idle_timeout` | 90 s | the session ends ([`Expired`](super::LongPollError::Expired)) |
-/// | `header_read_timeout` | 10 s | the HTTP connection is closed |
-/// | `body_stall_timeout` | 30 s | `408`, the HTTP connection is closed |
-/// | `send_timeout` | 10 s | `/lp/send` answers `503` |
-/// | `inbound_messages`, `inbound_bytes` | 128, 8 MiB | `/lp/send` is held (then `send_timeout`) |
-/// | `outbound_messages`, `outbound_bytes` | 1,024, 64 MiB | the sink refuses ([`Backpressure`](super::LongPollError::Backpressure)), the session ends |
+/// | Setting | Default | At the bound | Tested in `net/tests/` |
+/// |---|---|---|---|
+/// | `max_sessions` | 10,000 | `/lp/handshake` answers `503` | `longpoll_server.rs`: `handshakes_beyond_max_sessions_are_503_until_one_ends` |
+/// | `accept_queue` | 64 sessions | `/lp/handshake` answers `503` | `longpoll_server.rs`: `a_full_accept_queue_is_503` |
+/// | `handshake_timeout` | 10 s | `/lp/handshake` answers `503` (no answer), `408` (a body still coming) | `longpoll_server.rs`: `a_handshake_nobody_answers_is_503_after_the_handshake_timeout`; `longpoll_bad_input.rs`: `a_chunked_body_that_never_ends_is_cut_off_with_408` |
+/// | `poll_timeout` | 30 s | `/lp/recv` answers `204` | `longpoll_server.rs`: `without_acknowledgements_each_message_is_taken_once_in_order` |
+/// | `idle_timeout` | 90 s | the session ends ([`Expired`](super::LongPollError::Expired)); a request in progress keeps it | `longpoll_server.rs`: `an_idle_session_expires_and_its_stream_says_so_after_what_was_queued`, `a_held_recv_keeps_a_session_alive_past_the_idle_timeout`; `longpoll_interop_server.rs`: `a_client_that_stops_polling_expires_on_our_side` |
+/// | `header_read_timeout` | 10 s | the HTTP connection is closed | `longpoll_bad_input.rs`: `headers_that_trickle_in_are_cut_off` |
+/// | `body_stall_timeout` | 30 s | `408`, the HTTP connection is closed | `longpoll_bad_input.rs`: `a_chunked_body_that_never_ends_is_cut_off_with_408` |
+/// | `send_timeout` | 10 s | `/lp/send` answers `503` | `longpoll_server.rs`: `a_full_inbound_queue_holds_a_send_until_there_is_room_or_the_send_timeout` |
+/// | `inbound_messages`, `inbound_bytes` | 128, 8 MiB | `/lp/send` is held (then `send_timeout`) | the same |
+/// | `outbound_messages`, `outbound_bytes` | 1,024, 64 MiB | the sink refuses ([`Backpressure`](super::LongPollError::Backpressure)), the session ends | `longpoll_server.rs`: `a_client_that_never_polls_pins_at_most_the_outbound_bound` |
+///
+/// Fixed bounds: an `/lp/handshake` body is at most
+/// [`MAX_HANDSHAKE_BODY`](super::MAX_HANDSHAKE_BODY) (256 bytes, `413`
+/// beyond; `longpoll_bad_input.rs`:
+/// `a_handshake_body_over_256_bytes_is_413_and_costs_no_more_than_its_bytes`),
+/// an `/lp/send` body at most the session's maximum message length (`413`;
+/// `send_bodies_over_the_cap_are_413_and_memory_follows_the_bytes_received`),
+/// a request head at most 16 KiB (`431`, `headers_that_trickle_in_are_cut_off`).
+/// An idle session holds about 370 bytes (`longpoll_idle_memory.rs`; see
+/// [`LongPollSession`](super::LongPollSession)).
 ///
 /// Both queues always take one message when they are empty, whatever its
 /// length (up to the session's maximum message length), so the byte

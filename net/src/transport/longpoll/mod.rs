@@ -41,6 +41,14 @@
 //! Against Subduction's server our client cannot recover a lost response;
 //! a push or fetch whose answer never comes ends by its operation's
 //! deadline, and says so.
+//!
+//! # Server
+//!
+//! [`LongPollServer`] serves HTTP/1.1 on the streams the caller accepts
+//! and hands each new session to [`IncomingSessions::accept`] as a
+//! [`LongPollSession`], a [`Transport`](super::Transport) on which
+//! `Connection::accept` runs the handshake. Its bounds are
+//! [`ServerConfig`]'s.
 
 use std::time::Duration;
 

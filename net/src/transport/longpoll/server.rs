@@ -1,34 +1,5 @@
-//! [`LongPollServer`]: the HTTP side of the long-poll server, on hyper's
-//! HTTP/1.1 (keep-alive; a session's requests may come on any of its
-//! client's connections), and [`IncomingSessions`], where the sessions
-//! whose handshake arrived wait to be accepted.
-//!
-//! ```text
-//!   caller's accept loop ── TCP stream ──► serve_connection (hyper, one task per connection)
-//!                                               │ POST /lp/handshake: body ≤ 256 B
-//!                                               ▼
-//!                       IncomingSessions::accept() ◄── LongPollSession (queue ≤ accept_queue)
-//!                               │ Connection::accept / handshake::respond
-//!                               ▼
-//!                        first message sent ──► 200 + x-session-id + response  (401 + rejection)
-//! ```
-//!
-//! | Request | Answers |
-//! |---|---|
-//! | `POST /lp/handshake` | `200` + `x-session-id` + the response; `401` + the rejection (`application/octet-stream`), or `401` + text when the server side closed without answering; `413` over 256 bytes; `400` a body that broke off; `408` a body that stalled; `503` sessions full, handshakes queued full, no answer within the handshake timeout |
-//! | `POST /lp/send` | `204`; `400` no or bad `x-session-id`, a body that broke off; `410` unknown, expired or closed session; `413` over the session's maximum message length; `408` a body that stalled; `503` the inbound queue stayed full for the send timeout |
-//! | `POST /lp/recv` | `200` + one message + `x-bijou-seq`; `204` nothing within the poll timeout; `400` no or bad `x-session-id` or `x-bijou-ack`, an acknowledgement beyond what was sent; `409` another `/lp/recv` of the session is waiting; `410` unknown, expired, or closed and collected |
-//! | `POST /lp/disconnect` | `204` (also for an unknown id); `400` no or bad `x-session-id` |
-//! | anything else | `404`; `405` + `allow: POST` for another method on a long-poll path |
-//!
-//! Every refusal carries a short `text/plain` body saying what was wrong
-//! and what to do. Request heads are bounded by the header read timeout
-//! (a head that trickles in, or an idle keep-alive connection, is cut
-//! off) and 16 KiB; bodies by their endpoint's cap (checked against
-//! `Content-Length` before anything is read, then against the bytes as
-//! they arrive; nothing is reserved from `Content-Length`) and the body
-//! stall timeout. Requests naming an unknown session are answered before
-//! their body is read.
+//! The HTTP side of the long-poll server: hyper's connection, the routes,
+//! one handler per endpoint ([`LongPollServer`] has the picture).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -63,9 +34,44 @@ const ID_ATTEMPTS: usize = 4;
 
 type Answer = Response<Full<Bytes>>;
 
-/// A long-poll server: serves HTTP connections the caller accepts, and
-/// hands each new session to [`IncomingSessions::accept`]. Clones share
-/// the sessions.
+/// A long-poll server: serves the HTTP/1.1 connections the caller accepts
+/// (keep-alive: request after request), and hands each new session to
+/// [`IncomingSessions::accept`]. Clones share the sessions.
+///
+/// ```text
+///   caller's accept loop ── a stream ──► serve_connection (hyper, a task per connection)
+///                                            │ POST /lp/handshake: body ≤ 256 B
+///                                            ▼
+///   IncomingSessions::accept() ◄──── LongPollSession (≤ accept_queue waiting)
+///            │ Connection::accept (handshake::respond)
+///            ▼
+///   its first message ──► 200 + x-session-id + the Response   (a Rejection: 401)
+/// ```
+///
+/// A session's requests may come on any connection (Subduction's client
+/// sends on one and polls on another). The id is the session's only
+/// credential: 16 bytes from the operating system, kept in the server's
+/// table as their BLAKE3 hash; it is valid from the `200` on.
+///
+/// | Request | Answers |
+/// |---|---|
+/// | `POST /lp/handshake` | `200` + `x-session-id` + the response; `401` + the rejection (`application/octet-stream`), or `401` + text when the server side closed without answering; `413` over 256 bytes; `400` a body that broke off; `408` a body that stalled; `503` sessions full, handshakes queued full, no answer within the handshake timeout; `500` the server side answered with something other than a handshake reply |
+/// | `POST /lp/send` | `204`; `400` no or bad `x-session-id`, a body that broke off; `410` unknown, expired or closed session; `413` over the session's maximum message length; `408` a body that stalled; `503` the inbound queue stayed full for the send timeout |
+/// | `POST /lp/recv` | `200` + one message + `x-bijou-seq`; `204` nothing within the poll timeout; `400` no or bad `x-session-id` or `x-bijou-ack`, an acknowledgement beyond what was sent; `409` another `/lp/recv` of the session is waiting; `410` unknown, expired, or closed and collected |
+/// | `POST /lp/disconnect` | `204` (also for an unknown id); `400` no or bad `x-session-id` |
+/// | anything else | `404`; `405` + `allow: POST` for another method on a long-poll path |
+///
+/// Every refusal carries a short `text/plain` body saying what was wrong
+/// and what to do. Request heads are bounded by the header read timeout
+/// (a head that trickles in, or an idle keep-alive connection, is cut
+/// off) and 16 KiB; bodies by their endpoint's cap (checked against
+/// `Content-Length` before anything is read, then against the bytes as
+/// they arrive; nothing is reserved from `Content-Length`) and the body
+/// stall timeout. Requests naming an unknown session are answered before
+/// their body is read.
+///
+/// The bounds (sessions, queues, timeouts) are [`ServerConfig`]'s; what a
+/// session holds is in [`LongPollSession`]'s docs.
 ///
 /// ```no_run
 /// use bijou_frame::net::handshake::ConnectConfig;
@@ -113,7 +119,9 @@ pub struct IncomingSessions {
 
 impl IncomingSessions {
     /// The next new session; `None` once every [`LongPollServer`] clone is
-    /// gone.
+    /// gone. A session whose handshake request ended while it waited here
+    /// (the client left, or the handshake timeout passed) comes closed: its
+    /// handshake fails with [`LongPollError::Closed`].
     ///
     /// # Cancel safety
     ///

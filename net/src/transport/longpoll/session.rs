@@ -1,39 +1,6 @@
-//! One long-poll session on the server: its two queues, its state, and
-//! [`LongPollSession`], the server side's [`Transport`] over them.
-//!
-//! ```text
-//!   POST /lp/handshake ──► Handshake ── first message sent: a Response ──► Open ──┐
-//!   (body = the first       │  (the request waits for it)                        │
-//!    inbound message)       │ a Rejection / nothing / no answer in time          │
-//!                           ▼                                                    ▼
-//!                        Closed ◄── /lp/disconnect (ByClient) ─────────────── Open
-//!                                ◄── no request for idle_timeout (Expired)
-//!                                ◄── outbound queue full (Backpressure)
-//!                                ◄── sink closed or dropped (ByServer: the client
-//!                                    still collects what was queued, then 410)
-//!
-//!   client ── /lp/send ──► inbound  (≤ inbound_messages, ≤ inbound_bytes) ──► Stream
-//!   client ◄── /lp/recv ── outbound (≤ outbound_messages, ≤ outbound_bytes) ◄── Sink
-//!                          each with a sequence number from 1
-//! ```
-//!
-//! A full inbound queue holds `/lp/send` requests back (each up to the
-//! send timeout); a full outbound queue refuses the message and ends the
-//! session, so a client that never polls pins at most the bound.
-//!
-//! With acknowledgements (`x-bijou-ack: n` on `/lp/recv`), the messages
-//! up to `n` are dropped and the oldest one left is answered and kept
-//! until a later acknowledgement covers it: a response that was lost is
-//! answered again, with the same sequence number. Without, the message
-//! leaves the queue as its response is handed to the HTTP connection, as
-//! in Subduction.
-//!
-//! # Memory
-//!
-//! An idle session holds a few hundred bytes: its state (both queues
-//! empty hold no heap), its entry in the server's table, and no task or
-//! timer of its own (one sweeper per server ends idle sessions). Measured
-//! in `net/tests/longpoll_idle_memory.rs`.
+//! One long-poll session on the server: its state and two queues, shared
+//! with its requests, and [`LongPollSession`], the server side's
+//! [`Transport`] over them (whose docs have the picture).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -352,6 +319,41 @@ impl Drop for RecvHeld<'_> {
 /// [`IncomingSessions::accept`](super::IncomingSessions::accept); run the
 /// handshake on it ([`Connection::accept`](crate::Connection::accept)).
 ///
+/// ```text
+///   POST /lp/handshake (its body: the stream's first message)
+///       │
+///       ▼
+///   Handshake ── the sink's first message is a Response: 200 + x-session-id ──► Open
+///       │                                                                        │
+///       │ a Rejection (401), dropped unanswered (401),                          │
+///       │ no answer in time (503), the client gone                              │
+///       ▼                                                                        │
+///   Closed ◄─────────────── /lp/disconnect, idle, outbound full, sink closed ───┘
+///
+///   client ── /lp/send ──► inbound  (≤ inbound_messages, ≤ inbound_bytes)  ──► Stream
+///   client ◄── /lp/recv ── outbound (≤ outbound_messages, ≤ outbound_bytes) ◄── Sink
+///                          numbered from 1 (x-bijou-seq)
+/// ```
+///
+/// | Closed by | the stream, after the messages queued | the sink | the client |
+/// |---|---|---|---|
+/// | `/lp/disconnect` | ends | [`LongPollError::Closed`] | `410` |
+/// | no request for the idle timeout | [`LongPollError::Expired`], then ends | [`LongPollError::Expired`] | `410` |
+/// | the outbound queue full | [`LongPollError::Backpressure`], then ends | [`LongPollError::Backpressure`] | `410` |
+/// | closing or dropping this | ends | [`LongPollError::Closed`] | what was queued, then `410` |
+///
+/// A full inbound queue holds `/lp/send` requests back (each up to the
+/// send timeout); a full outbound queue refuses the message and ends the
+/// session, so a client that never polls pins at most the bound.
+///
+/// With acknowledgements (`x-bijou-ack: n` on `/lp/recv`), the messages
+/// up to `n` are dropped and the oldest one left is answered and kept
+/// until a later acknowledgement covers it: a response that was lost is
+/// answered again, with the same sequence number. Without, the message
+/// leaves the queue as its response is handed to the HTTP connection, as
+/// in Subduction.
+///
+///
 /// - The first message sent is the handshake's answer, the body of the
 ///   `/lp/handshake` response: a `Response` opens the session (`200` with
 ///   its id), a `Rejection` refuses it (`401`).
@@ -369,6 +371,16 @@ impl Drop for RecvHeld<'_> {
 ///   when it stopped collecting.
 /// - Closing or dropping it closes the session: the client collects what
 ///   was queued, then gets `410`.
+///
+/// # Memory
+///
+/// An idle session holds about 370 bytes on the server, its
+/// [`Connection`](crate::Connection) included: its state (drained queues
+/// give their buffers back), its entry in the server's table, and no task
+/// or timer of its own (one sweeper per server ends idle sessions). A
+/// client that polls adds its HTTP connection, about 20 KiB with a held
+/// `/lp/recv`, most of it hyper's two 8 KiB buffers per connection.
+/// Measured over 2,000 sessions in `net/tests/longpoll_idle_memory.rs`.
 #[derive(Debug)]
 pub struct LongPollSession {
     shared: Arc<Shared>,
