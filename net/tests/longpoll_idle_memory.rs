@@ -196,8 +196,12 @@ async fn an_idle_authenticated_long_poll_session_holds_a_few_hundred_bytes() {
 
     // Warm-up, not measured: tokio's slab pages for socket registrations,
     // the sweeper task, the table's first growth.
-    let _ = measure(addr, &mut sessions, 200).await;
-    let figures = measure(addr, &mut sessions, SESSIONS).await;
+    let figures = tokio::time::timeout(Duration::from_secs(300), async {
+        let _ = measure(addr, &mut sessions, 200).await;
+        measure(addr, &mut sessions, SESSIONS).await
+    })
+    .await
+    .expect("in time");
     eprintln!(
         "{SESSIONS} idle authenticated long-poll sessions, server side, per session: \
          {} B idle before traffic (no connection), {} B with a held /lp/recv on its own \

@@ -11,6 +11,8 @@
 //!   commits back, byte for byte;
 //! - ephemeral messages both ways;
 //! - our refusals, as their client reports them (`401` + a rejection);
+//! - our side closing: their client collects what was queued, gets `410`
+//!   and closes;
 //! - their client never sends `/lp/disconnect`: once it stops polling, our
 //!   side of the session expires.
 //!
@@ -427,6 +429,39 @@ async fn their_client_reads_our_refusals() {
                 other.map(|o| o.map(|_| ()))
             ),
         }
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_close_reaches_their_client_after_what_was_queued() {
+    timeout(LIMIT, async {
+        let (addr, mut outcomes) = start_our_server(quick_polls()).await;
+        let signer = MemorySigner::from_bytes(&[0x38; 32]);
+        let (theirs, _) = their_connect(addr, &signer, Some(their_peer_id(&key(SERVER))))
+            .await
+            .expect("handshake");
+        let mut ours = accepted(&mut outcomes).await;
+        let update = Message::from(SyncMessage::HeadsUpdate(HeadsUpdate {
+            id: SedimentreeId::new([9; 32]),
+            heads: RemoteHeads::default(),
+        }));
+        ours.send(&update).await.expect("queued");
+        drop(ours);
+        // Their poll collects the last message, then gets 410 and closes
+        // their transport.
+        assert_eq!(
+            their_next(&theirs).await,
+            update.encode().expect("encode").to_vec()
+        );
+        let after = timeout(
+            REPLY,
+            subduction_core::transport::Transport::<Sendable>::recv_bytes(&theirs),
+        )
+        .await
+        .expect("their transport closes in time");
+        assert!(after.is_err(), "closed, not another message");
     })
     .await
     .expect("bounded");
