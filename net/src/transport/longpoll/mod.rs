@@ -41,20 +41,37 @@
 //! Against Subduction's server our client cannot recover a lost response;
 //! a push or fetch whose answer never comes ends by its operation's
 //! deadline, and says so.
+//!
+//! # Server
+//!
+//! [`LongPollServer`] serves HTTP/1.1 on the streams the caller accepts
+//! and hands each new session to [`IncomingSessions::accept`] as a
+//! [`LongPollSession`], a [`Transport`](super::Transport) on which
+//! `Connection::accept` runs the handshake. Its bounds are
+//! [`ServerConfig`]'s.
 
 use std::time::Duration;
 
 use bijou_framing::DEFAULT_MAX_FRAME_LENGTH;
 
+mod body;
 mod client;
+mod config;
 mod error;
+mod refusal;
+mod registry;
+mod server;
+mod session;
 mod session_id;
 
 pub use client::{
     connect, connect_with, ClientConfig, LongPollTransport, RECV_QUEUE_BYTES, RECV_QUEUE_MESSAGES,
     SEND_QUEUE_BYTES, SEND_QUEUE_MESSAGES,
 };
+pub use config::{ServerConfig, DEFAULT_IDLE_TIMEOUT};
 pub use error::LongPollError;
+pub use server::{IncomingSessions, LongPollServer};
+pub use session::LongPollSession;
 pub use session_id::SessionId;
 
 /// The request header carrying the session id (HTTP header names are case
