@@ -6,11 +6,13 @@
 //! ```text
 //! cargo run -p bijou-cli -- serve --listen 127.0.0.1:7879     # terminal 1 (or a Subduction server)
 //! cargo run --example sync -- ws://127.0.0.1:7879              # terminal 2
+//! cargo run --example sync -- http://127.0.0.1:8080             # HTTP long-poll (`--transport longpoll`)
 //! ```
 
 use std::{collections::HashSet, process::ExitCode, time::Duration};
 
-use bijou_frame::net::{handshake::ConnectConfig, transport::websocket, Connection};
+use bijou_frame::net::transport::{longpoll, websocket, Transport};
+use bijou_frame::net::{handshake::ConnectConfig, Connection};
 use bijou_frame::proto::keyhive::{Access, DocumentKey, Grantee};
 use bijou_frame::proto::message::{Audience, CommitId, SyncMessage, SyncResult};
 use bijou_frame::proto::session::{Operation, Outcome, TreeAccess};
@@ -18,13 +20,13 @@ use bijou_frame::signing::{ed25519_dalek::SigningKey, key_file, Blob};
 use clap::Parser;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
-type Ws = Connection<websocket::WebSocketTransport<tokio::net::TcpStream>>;
+type Conn = Connection<Box<dyn Transport + Send>>;
 
 /// Push signed commits to a sync server and fetch them back.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {
-    /// The server: ws://HOST:PORT[/path].
+    /// The server: ws://HOST:PORT[/path] (WebSocket) or http://HOST:PORT[/path] (long-poll).
     url: String,
     /// Commits to push (1-10000).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=10_000))]
@@ -105,12 +107,14 @@ async fn run(args: &Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// A WebSocket connection to `url`, authenticated, addressed to `service`.
-async fn connect(url: &str, key: &SigningKey, service: &str) -> Result<Ws, Error> {
-    let ws = tokio::time::timeout(WAIT, websocket::connect(url)).await;
-    let ws = ws.map_err(|_| format!("connecting to {url} timed out"))??;
+/// A connection to `url` (WebSocket, or long-poll for http://), authenticated, addressed to `service`.
+async fn connect(url: &str, key: &SigningKey, service: &str) -> Result<Conn, Error> {
+    let transport: Box<dyn Transport + Send> = match url.starts_with("http://") {
+        true => Box::new(longpoll::connect(url).await?), // HTTP long-poll
+        false => Box::new(tokio::time::timeout(WAIT, websocket::connect(url)).await??),
+    };
     let audience = Audience::discover(service.as_bytes());
-    match Connection::connect(ws, key, audience, &ConnectConfig::default()).await {
+    match Connection::connect(transport, key, audience, &ConnectConfig::default()).await {
         Err(e) if e.is_audience_refused() => Err(format!(
             "{url} does not answer to the service name {service:?}: give the one it was started with (--service-name NAME)"
         ).into()),

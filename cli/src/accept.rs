@@ -15,8 +15,38 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bijou_frame::net::transport::longpoll::{LongPollServer, LongPollSession, ServerConfig};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+
+/// Serves HTTP long-poll on `listener` until the task is dropped: its TCP
+/// connections carry HTTP requests (at most `cap` at once), and each
+/// session they open is served with `serve` in a task of its own, at most
+/// `cap` at once.
+pub async fn serve_longpoll<Serving>(
+    listener: &TcpListener,
+    cap: usize,
+    serve: impl Fn(LongPollSession) -> Serving,
+) where
+    Serving: Future<Output = ()> + Send + 'static,
+{
+    let (server, sessions) = LongPollServer::new(ServerConfig::default());
+    let http = serve_tcp(listener, cap, |(stream, _)| {
+        let server = server.clone();
+        async move {
+            let _ = stream.set_nodelay(true);
+            // A broken HTTP connection ends its requests; the sessions
+            // they opened live on.
+            let _ = server.serve_connection(stream).await;
+        }
+    });
+    let sessions = Arc::new(tokio::sync::Mutex::new(sessions));
+    let accept = move || {
+        let sessions = Arc::clone(&sessions);
+        async move { sessions.lock().await.accept().await.map(Ok) }
+    };
+    tokio::join!(http, serve_each(cap, accept, serve));
+}
 
 /// Accepts connections on `listener` until the task is dropped, serving
 /// each with `serve` in a task of its own, at most `cap` at once (see

@@ -151,6 +151,24 @@ pub struct ServerStats {
     pub requests: u64,
 }
 
+/// The `--listen` log line of one connection (`who`: its address, or its
+/// transport where it has none).
+fn log_connection(who: &str, result: Result<(PeerId, ConnReport), AnyError>) {
+    match result {
+        Ok((peer, r)) => say!(
+            "  {who} peer {}: {} commits stored ({} duplicate, {} refused, {} rejected), {} sync request(s) answered{}",
+            short(peer),
+            r.stored,
+            r.duplicates,
+            r.refused,
+            r.rejected,
+            r.requests,
+            r.first_problem.map(|p| format!("; {p}")).unwrap_or_default()
+        ),
+        Err(e) => say!("  {who}: {e}"),
+    }
+}
+
 /// What one connection did, for the `--listen` log.
 #[derive(Debug, Default)]
 struct ConnReport {
@@ -199,24 +217,25 @@ impl SyncServer {
         prefix: PrefixKind,
         log: bool,
     ) {
+        if transport == TransportArg::Longpoll {
+            accept::serve_longpoll(&listener, MAX_CONNECTIONS, |session| {
+                let this = Arc::clone(&self);
+                async move {
+                    let result = this.accept_carrier(Box::new(session)).await;
+                    if log {
+                        log_connection("long-poll", result);
+                    }
+                }
+            })
+            .await;
+            return;
+        }
         accept::serve_tcp(&listener, MAX_CONNECTIONS, |(stream, peer_addr)| {
             let this = Arc::clone(&self);
             async move {
                 let result = this.accept(stream, transport, prefix).await;
                 if log {
-                    match result {
-                        Ok((peer, r)) => say!(
-                            "  {peer_addr} peer {}: {} commits stored ({} duplicate, {} refused, {} rejected), {} sync request(s) answered{}",
-                            short(peer),
-                            r.stored,
-                            r.duplicates,
-                            r.refused,
-                            r.rejected,
-                            r.requests,
-                            r.first_problem.map(|p| format!("; {p}")).unwrap_or_default()
-                        ),
-                        Err(e) => say!("  {peer_addr}: {e}"),
-                    }
+                    log_connection(&peer_addr.to_string(), result);
                 }
             }
         })
@@ -237,6 +256,11 @@ impl SyncServer {
                     .map_err(|_| "WebSocket upgrade timed out")??,
             ),
             TransportArg::Tcp | TransportArg::Iroh => framed(stream, prefix),
+            // Its TCP connections carry HTTP requests: `serve` hands them
+            // to the long-poll server instead.
+            TransportArg::Longpoll => {
+                return Err("a long-poll TCP connection is not one session".into())
+            }
         };
         self.accept_carrier(carrier).await
     }
@@ -274,13 +298,7 @@ impl SyncServer {
                     Err(e) => Err(e.into()),
                 };
                 if log {
-                    match result {
-                        Ok((peer, r)) => say!(
-                            "  iroh peer {}: {} commits stored ({} duplicate, {} refused, {} rejected), {} sync request(s) answered",
-                            short(peer), r.stored, r.duplicates, r.refused, r.rejected, r.requests
-                        ),
-                        Err(e) => say!("  iroh: {e}"),
-                    }
+                    log_connection("iroh", result);
                 }
             }
         })
@@ -579,6 +597,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     let id = server.key.peer_id();
     let connect = match args.transport {
         TransportArg::Ws | TransportArg::Iroh => format!("ws://{local}"),
+        TransportArg::Longpoll => format!("http://{local}"),
         TransportArg::Tcp if args.prefix == PrefixKind::Bijou64 => format!("tcp://{local}"),
         TransportArg::Tcp => format!("tcp://{local} --prefix {}", args.prefix),
     };

@@ -4,8 +4,9 @@
 //! `--connect` takes `HOST:PORT` (`127.0.0.1:7878`, `localhost:7878`,
 //! `[::1]:7878`), or a URL whose scheme picks the transport: `ws://HOST:PORT[/path]`
 //! (one binary WebSocket message per message, as Subduction's servers
-//! speak) or `tcp://HOST:PORT` (length-prefixed frames). A bare
-//! `HOST:PORT` uses `--transport`.
+//! speak), `http://HOST:PORT[/path]` (HTTP long-poll, which Subduction's
+//! servers also speak) or `tcp://HOST:PORT` (length-prefixed frames). A
+//! bare `HOST:PORT` uses `--transport`.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -16,7 +17,7 @@ use bijou_frame::net::handshake::ConnectConfig;
 use bijou_frame::net::handshake::ConnectError;
 #[cfg(feature = "iroh")]
 use bijou_frame::net::transport::iroh;
-use bijou_frame::net::transport::{websocket, FramedTransport, Transport};
+use bijou_frame::net::transport::{longpoll, websocket, FramedTransport, Transport};
 use bijou_frame::net::Connection;
 use bijou_frame::proto::message::Audience;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
@@ -39,6 +40,10 @@ pub enum TransportArg {
     Ws,
     /// Length-prefixed frames over TCP (see --prefix).
     Tcp,
+    /// HTTP long-poll, as Subduction's servers also speak it (POST
+    /// /lp/handshake, /lp/send, /lp/recv): for networks that pass plain
+    /// HTTP but not WebSocket.
+    Longpoll,
     /// QUIC through iroh, as `subduction_cli server --iroh` speaks:
     /// --connect NODE_ID@IP:PORT (needs a bijou built with the `iroh`
     /// feature).
@@ -50,6 +55,8 @@ pub enum TransportArg {
 pub enum Target {
     /// A `ws://` URL.
     Ws(String),
+    /// An `http://` URL: HTTP long-poll.
+    LongPoll(String),
     /// `HOST:PORT`, framed TCP behind `prefix`.
     Tcp {
         /// `HOST:PORT`.
@@ -67,7 +74,7 @@ impl Target {
     pub fn parse(spec: &str, transport: TransportArg, prefix: PrefixKind) -> Result<Self, Failure> {
         let bad = |why: &str| {
             Failure::input(format!(
-                "--connect {spec:?}: {why}; expected HOST:PORT (127.0.0.1:7878, localhost:7878), ws://HOST:PORT[/path] or tcp://HOST:PORT"
+                "--connect {spec:?}: {why}; expected HOST:PORT (127.0.0.1:7878, localhost:7878), ws://HOST:PORT[/path], http://HOST:PORT[/path] or tcp://HOST:PORT"
             ))
         };
         let (scheme, rest) = match spec.split_once("://") {
@@ -101,11 +108,14 @@ impl Target {
         match scheme.as_deref() {
             Some("ws") => Ok(Self::Ws(spec.to_owned())),
             Some("wss") => Err(bad("wss:// (TLS) is not supported; put a TLS proxy in front, or use ws:// on a trusted network")),
+            Some("http") => Ok(Self::LongPoll(spec.to_owned())),
+            Some("https") => Err(bad("https:// (TLS) is not supported; put a TLS proxy in front, or use http:// on a trusted network")),
             Some("tcp") => Ok(Self::Tcp { addr: authority.to_owned(), prefix }),
             Some(other) => Err(bad(&format!("unknown scheme {other}://"))),
-            None if rest.contains('/') => Err(bad("a path needs a ws:// URL")),
+            None if rest.contains('/') => Err(bad("a path needs a ws:// or http:// URL")),
             None => Ok(match transport {
                 TransportArg::Ws => Self::Ws(format!("ws://{authority}/")),
+                TransportArg::Longpoll => Self::LongPoll(format!("http://{authority}")),
                 TransportArg::Tcp | TransportArg::Iroh => Self::Tcp { addr: authority.to_owned(), prefix },
             }),
         }
@@ -115,6 +125,7 @@ impl Target {
     pub fn local(addr: SocketAddr, transport: TransportArg, prefix: PrefixKind) -> Self {
         match transport {
             TransportArg::Ws => Self::Ws(format!("ws://{addr}/")),
+            TransportArg::Longpoll => Self::LongPoll(format!("http://{addr}")),
             TransportArg::Tcp | TransportArg::Iroh => Self::Tcp {
                 addr: addr.to_string(),
                 prefix,
@@ -126,7 +137,7 @@ impl Target {
     /// its service name.
     pub fn authority(&self) -> String {
         match self {
-            Self::Ws(url) => {
+            Self::Ws(url) | Self::LongPoll(url) => {
                 let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
                 rest.split(['/', '?', '#'])
                     .next()
@@ -146,6 +157,7 @@ impl Target {
     pub fn transport(&self) -> TransportArg {
         match self {
             Self::Ws(_) => TransportArg::Ws,
+            Self::LongPoll(_) => TransportArg::Longpoll,
             Self::Tcp { .. } => TransportArg::Tcp,
             Self::Iroh(_) => TransportArg::Iroh,
         }
@@ -188,6 +200,15 @@ impl Target {
                     })?
                     .map_err(|e| Failure::network(format!("cannot open {url}: {e}")))?;
                 Ok(Box::new(ws))
+            }
+            Self::LongPoll(url) => {
+                // `connect` opens the first TCP connection: a refused one
+                // gets the same hint as on every transport.
+                self.tcp().await?;
+                let transport = longpoll::connect(url)
+                    .await
+                    .map_err(|e| Failure::network(format!("cannot open {url}: {e}")))?;
+                Ok(Box::new(transport))
             }
             Self::Tcp { prefix, .. } => Ok(framed(self.tcp().await?, *prefix)),
             Self::Iroh(spec) => iroh_carrier(spec).await,
@@ -262,6 +283,7 @@ impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Ws(url) => write!(f, "WebSocket {url}"),
+            Self::LongPoll(url) => write!(f, "long-poll {url}"),
             Self::Tcp { addr, prefix } => write!(f, "TCP {addr} ({prefix} prefix)"),
             Self::Iroh(spec) => write!(f, "iroh {spec}"),
         }
@@ -376,6 +398,20 @@ mod tests {
             parse("ws://localhost:7878/sync", TransportArg::Tcp).map(|t| t.authority()),
             Ok("localhost:7878".to_owned())
         );
+        // http:// is long-poll, whatever --transport says; a bare address
+        // with --transport longpoll too.
+        assert_eq!(
+            parse("http://localhost:7878/base", TransportArg::Tcp),
+            Ok(Target::LongPoll("http://localhost:7878/base".to_owned()))
+        );
+        assert_eq!(
+            parse("localhost:7878", TransportArg::Longpoll),
+            Ok(Target::LongPoll("http://localhost:7878".to_owned()))
+        );
+        assert_eq!(
+            parse("http://localhost:7878/base", TransportArg::Ws).map(|t| t.authority()),
+            Ok("localhost:7878".to_owned())
+        );
     }
 
     #[test]
@@ -386,8 +422,9 @@ mod tests {
             ("localhost:http", "is not a number"),
             ("localhost:70000", "is not a number"),
             ("wss://example.org:443/", "not supported"),
-            ("http://localhost:80/", "unknown scheme http://"),
-            ("localhost:80/x", "needs a ws:// URL"),
+            ("https://localhost:443/", "https:// (TLS) is not supported"),
+            ("ftp://localhost:21/", "unknown scheme ftp://"),
+            ("localhost:80/x", "needs a ws:// or http:// URL"),
         ] {
             let err = parse(spec, TransportArg::Ws).expect_err(spec);
             assert!(err.contains(why), "{spec}: {err}");

@@ -662,6 +662,47 @@ fn every_install_command_shown_is_locked() {
     assert!(seen >= 4, "the install commands were found ({seen})");
 }
 
+/// Long-poll end to end: `bijou serve --transport longpoll` and `bijou
+/// sync --connect http://...`, and echo and sync each in one process.
+#[test]
+fn echo_and_sync_run_over_long_poll() {
+    let dir = scratch("longpoll");
+    let (child, first) = server(
+        &dir,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--transport",
+            "longpoll",
+        ],
+    );
+    let _server = Killed(child);
+    // "sync server S <id> listening on long-poll http://127.0.0.1:PORT; ..."
+    let url = first
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .map(|url| url.trim_end_matches([';', ',']).to_owned())
+        .unwrap_or_default();
+    assert!(url.starts_with("http://127.0.0.1:"), "{first}");
+    let (code, out, err) = run(&bijou(&dir, &["sync", "--connect", &url, "--count", "10"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("over long-poll http://"), "{out}");
+    assert!(out.contains("10/10 commits back, byte for byte"), "{out}");
+    for args in [
+        &["echo", "--transport", "longpoll", "--count", "30"][..],
+        &["sync", "--transport", "longpoll", "--count", "10"][..],
+    ] {
+        let (code, out, err) = run(&bijou(&dir, args));
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        assert!(out.trim_end().ends_with("OK"), "{out}");
+    }
+    // https:// is refused with what to do instead.
+    let (code, _, err) = run(&bijou(&dir, &["sync", "--connect", "https://127.0.0.1:1"]));
+    assert_eq!(code, 2);
+    one_error_line(&err, "https:// (TLS) is not supported");
+}
+
 /// Friction: `sync` to a port nobody listens on lacked echo's hint.
 #[test]
 fn sync_that_cannot_connect_says_what_to_check_on_every_transport() {
@@ -669,6 +710,7 @@ fn sync_that_cannot_connect_says_what_to_check_on_every_transport() {
     let port = free_port();
     for target in [
         format!("ws://127.0.0.1:{port}"),
+        format!("http://127.0.0.1:{port}"),
         format!("127.0.0.1:{port}"),
     ] {
         let (code, out, err) = run(&bijou(

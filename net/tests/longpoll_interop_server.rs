@@ -43,6 +43,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
 
+use bijou_test_support::longpoll_oracle::HyperPost;
 use sedimentree_core::codec::{decode::Decode, encode::Encode};
 use subduction_core::connection::message::SyncMessage as TheirSyncMessage;
 use subduction_core::timestamp::TimestampSeconds;
@@ -54,7 +55,6 @@ use subduction_ephemeral::message::{
 use subduction_ephemeral::topic::Topic as TheirTopic;
 use subduction_http_longpoll::client::{ConnectResult, HttpLongPollClient};
 use subduction_http_longpoll::error::ClientError;
-use bijou_test_support::longpoll_oracle::HyperPost;
 use subduction_http_longpoll::transport::HttpLongPollTransport;
 
 /// The service name our server answers `Discover` for.

@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", conflicts_with = "connect")]
     pub listen: Option<SocketAddr>,
     /// Only run the sender(s) (peer A), against an echo server:
-    /// HOST:PORT, tcp://HOST:PORT or ws://HOST:PORT.
+    /// HOST:PORT, tcp://HOST:PORT, ws://HOST:PORT or http://HOST:PORT (long-poll).
     #[arg(long, value_name = "URL")]
     pub connect: Option<String>,
     /// With --connect: the server's peer id (64 hex digits, printed by

@@ -58,7 +58,7 @@ pub(super) async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, F
             "give the server's peer id with --server-id (`bijou echo --listen` prints it)",
         )
     };
-    if let Target::Iroh(_) = &job.target {
+    if let Target::Iroh(_) | Target::LongPoll(_) = &job.target {
         let carrier = job.target.carrier().await?;
         let conn = Connection::connect(carrier, &key, job.audience, &ConnectConfig::default())
             .await
@@ -77,8 +77,8 @@ pub(super) async fn client<P: LengthPrefix>(job: ClientJob) -> Result<Outcome, F
     let config = ConnectConfig::default();
     let capture = job.capture.then_some(captured);
     match &job.target {
-        // Iroh returned above.
-        Target::Tcp { .. } | Target::Iroh(_) => {
+        // Iroh and long-poll returned above.
+        Target::Tcp { .. } | Target::Iroh(_) | Target::LongPoll(_) => {
             let framed = FramedTransport::new(io, P::default());
             let conn = Connection::connect(framed, &key, job.audience, &config)
                 .await

@@ -47,7 +47,7 @@ async fn run_with<P: LengthPrefix>(args: &Args) -> Result<(), Failure> {
         (None, None) => Audience::Discover(discovery_id()),
     };
     let seed = args.seed.unwrap_or_else(rand::random);
-    if args.capture.is_some() && transport == TransportArg::Ws {
+    if args.capture.is_some() && matches!(transport, TransportArg::Ws | TransportArg::Longpoll) {
         return Err(Failure::input(
             "--capture records length-prefixed frames: use it with --transport tcp",
         ));

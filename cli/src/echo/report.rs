@@ -38,6 +38,7 @@ pub(super) fn transport_name<P: LengthPrefix>(transport: TransportArg) -> String
     match transport {
         TransportArg::Tcp => format!("prefix {}", P::NAME),
         TransportArg::Ws => "WebSocket binary messages".to_owned(),
+        TransportArg::Longpoll => "HTTP long-poll, one message per request".to_owned(),
         TransportArg::Iroh => "iroh QUIC, u32-be prefix".to_owned(),
     }
 }

@@ -62,6 +62,25 @@ impl Server {
         transport: TransportArg,
         log: bool,
     ) {
+        if transport == TransportArg::Longpoll {
+            accept::serve_longpoll(&listener, MAX_CONNECTIONS, |session| {
+                let this = Arc::clone(&self);
+                async move {
+                    let result = async {
+                        let config = ConnectConfig::default();
+                        let conn = Connection::accept(session, &this.key, &this.responder, &config)
+                            .await?;
+                        this.echo(conn).await
+                    }
+                    .await;
+                    if log {
+                        log_connection("long-poll", result);
+                    }
+                }
+            })
+            .await;
+            return;
+        }
         accept::serve_tcp(&listener, MAX_CONNECTIONS, |(stream, peer_addr)| {
             let this = Arc::clone(&self);
             async move {
@@ -113,6 +132,9 @@ impl Server {
     ) -> Result<(PeerId, u64, u64), AnyError> {
         stream.set_nodelay(true)?;
         match transport {
+            // Its TCP connections carry HTTP requests: `serve` hands them
+            // to the long-poll server instead.
+            TransportArg::Longpoll => Err("a long-poll TCP connection is not one session".into()),
             TransportArg::Tcp | TransportArg::Iroh => {
                 let framed = FramedTransport::new(stream, P::default());
                 self.echo(

@@ -27,7 +27,7 @@ use crate::target::TransportArg;
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The sync server: HOST:PORT, ws://HOST:PORT[/path] or tcp://HOST:PORT.
+    /// The sync server: HOST:PORT, ws://HOST:PORT[/path], http://HOST:PORT[/path] (long-poll) or tcp://HOST:PORT.
     /// Without it, our own server runs in process.
     #[arg(long, value_name = "URL")]
     pub connect: Option<String>,
