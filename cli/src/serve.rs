@@ -91,6 +91,10 @@ pub enum Fault {
     CorruptBlob,
     /// The sync response adds a validly signed commit nobody pushed.
     ForeignCommit,
+    /// No answer to the first BatchSyncRequest that has commits to return
+    /// (as Subduction's long-poll server loses a response that does not
+    /// arrive).
+    DropFetchAnswer,
 }
 
 /// Connections our server serves at once.
@@ -139,6 +143,8 @@ pub struct SyncServer {
     refused: AtomicU64,
     rejected: AtomicU64,
     requests: AtomicU64,
+    /// [`Fault::DropFetchAnswer`] has dropped its answer.
+    fault_spent: std::sync::atomic::AtomicBool,
 }
 
 /// What the server did, for the summary.
@@ -149,6 +155,11 @@ pub struct ServerStats {
     pub refused: u64,
     pub rejected: u64,
     pub requests: u64,
+}
+
+/// Whether a fetch's answer returns any commit.
+fn answer_has_commits(answer: &BatchSyncResponse) -> bool {
+    matches!(&answer.result, SyncResult::Ok(diff) if !diff.commits().is_empty())
 }
 
 /// The `--listen` log line of one connection (`who`: its address, or its
@@ -195,6 +206,7 @@ impl SyncServer {
             refused: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            fault_spent: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -341,7 +353,11 @@ impl SyncServer {
                     report.requests += 1;
                     self.requests.fetch_add(1, Ordering::Relaxed);
                     counter += 1;
-                    Some(self.answer(&request, counter).into())
+                    let answer = self.answer(&request, counter);
+                    let drop_it = self.fault == Fault::DropFetchAnswer
+                        && answer_has_commits(&answer)
+                        && !self.fault_spent.swap(true, Ordering::Relaxed);
+                    (!drop_it).then(|| answer.into())
                 }
                 _ => {
                     report.ignored += 1;
@@ -429,7 +445,7 @@ impl SyncServer {
                     commits.push(SignedItem::new(signed, blob));
                 }
             }
-            Fault::None | Fault::DropAck => {}
+            Fault::None | Fault::DropAck | Fault::DropFetchAnswer => {}
         }
         BatchSyncResponse {
             requestor: request.requestor,

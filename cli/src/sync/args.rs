@@ -63,6 +63,10 @@ pub struct Args {
     /// (at least 1).
     #[arg(long, value_name = "MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
     pub ack_timeout: u64,
+    /// How long the fetch may wait for its BatchSyncResponse before it
+    /// asks again (at most 3 times in all), in milliseconds (at least 1).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub fetch_timeout: u64,
     /// Seed for the commit ids and blobs (random if not given; the tree id
     /// is always fresh).
     #[arg(long)]

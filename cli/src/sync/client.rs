@@ -37,6 +37,8 @@ pub(super) struct ClientJob {
     pub(super) addressed: String,
     pub(super) window: usize,
     pub(super) ack_timeout: Duration,
+    /// How long each fetch request may wait for its answer.
+    pub(super) fetch_timeout: Duration,
     pub(super) bar: ProgressBar,
 }
 
@@ -117,13 +119,7 @@ pub(super) async fn push_then_fetch(
         .await?;
     outcome.fetcher = Some(conn.local_peer());
     outcome.handshakes.1 = handshake;
-    outcome.fetch = fetch(
-        &mut conn,
-        &key_b,
-        plan,
-        job.ack_timeout.max(Duration::from_secs(10)),
-    )
-    .await;
+    outcome.fetch = fetch(&mut conn, &key_b, plan, job.fetch_timeout).await;
     let _ = conn.shutdown(CLOSE_GRACE).await;
     Ok(outcome)
 }

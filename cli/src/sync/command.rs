@@ -56,6 +56,7 @@ async fn push_and_fetch(args: &Args) -> Result<Outcome, Failure> {
         access: args.access,
         window: usize::from(args.window),
         ack_timeout: Duration::from_millis(args.ack_timeout),
+        fetch_timeout: Duration::from_millis(args.fetch_timeout),
         bar: bar.clone(),
     };
     let bound = Duration::from_secs(args.timeout);
@@ -221,6 +222,20 @@ mod tests {
             };
             assert_eq!(count, 1, "{fault:?}: {o:?}");
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_fetch_answer_is_asked_again_and_said() {
+        let mut a = args(&["--count", "5", "--fetch-timeout", "300"]);
+        a.fault = Fault::DropFetchAnswer;
+        let o = push_and_fetch(&a).await.expect("runs");
+        assert!(o.ok(), "recovered: {o:?}");
+        assert_eq!(o.fetch.identical, 5, "{o:?}");
+        assert_eq!(o.fetch.notes.len(), 1, "{o:?}");
+        assert!(
+            o.fetch.notes[0].contains("attempt 1 of 3): asked again"),
+            "{o:?}"
+        );
     }
 
     #[tokio::test]

@@ -26,6 +26,9 @@ pub(super) struct FetchOutcome {
     pub(super) elapsed: Duration,
     pub(super) last_is_head: bool,
     pub(super) problems: Vec<String>,
+    /// What went wrong and was recovered from (an answer lost, asked
+    /// again): said, but not a failure.
+    pub(super) notes: Vec<String>,
 }
 
 /// Fetches the whole tree (a session operation) and checks the answer
@@ -41,7 +44,7 @@ pub(super) async fn fetch(
         ..FetchOutcome::default()
     };
     let started = Instant::now();
-    let verified = match conn.run(key, Operation::Fetch(plan.tree), wait).await {
+    let verified = match fetch_asking_again(conn, key, plan, wait, &mut out).await {
         Ok(session::Outcome::Fetched(verified)) => verified,
         Ok(other) => {
             out.problems.push(format!("a fetch ended as {other:?}"));
@@ -72,6 +75,38 @@ pub(super) async fn fetch(
     }
     check_response(&mut out, plan, response, &verified.rejected);
     out
+}
+
+/// How many times a fetch is asked in all when its answer does not come.
+const FETCH_ATTEMPTS: u32 = 3;
+
+/// Runs the fetch, asking again (a new request: a fetch changes nothing,
+/// so it can be repeated) when no answer comes by `wait`: a server that
+/// drops responses (Subduction's long-poll server loses one whose HTTP
+/// response does not arrive) gets another chance. Each lost answer is
+/// noted.
+async fn fetch_asking_again(
+    conn: &mut Connection<Carrier>,
+    key: &SigningKey,
+    plan: &Plan,
+    wait: Duration,
+    out: &mut FetchOutcome,
+) -> Result<session::Outcome, RunError> {
+    let mut attempt = 1;
+    loop {
+        match conn.run(key, Operation::Fetch(plan.tree), wait).await {
+            Err(RunError::Operation {
+                error: OperationError::TimedOut { .. },
+                ..
+            }) if attempt < FETCH_ATTEMPTS => {
+                out.notes.push(format!(
+                    "no BatchSyncResponse within {wait:?} (attempt {attempt} of {FETCH_ATTEMPTS}): asked again"
+                ));
+                attempt += 1;
+            }
+            ended => return ended,
+        }
+    }
 }
 
 /// Notes why the fetch got no BatchSyncResponse.

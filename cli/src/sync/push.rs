@@ -126,8 +126,11 @@ fn count_end(
             ..
         }) => {
             out.unacked += 1;
+            // Pushing it again would not help: a server that has the
+            // commit answers a repeat with no HeadsUpdate. The fetch
+            // shows whether it was stored.
             out.problems.push(format!(
-                "no HeadsUpdate naming commit #{} within {:?}",
+                "no HeadsUpdate naming commit #{} within {:?} (refused, or the acknowledgement was lost on its way: the fetch shows whether it was stored)",
                 index + 1,
                 job.ack_timeout
             ));

@@ -190,6 +190,9 @@ impl Outcome {
         for why in problems.iter().take(SHOWN) {
             println!("  problem      {why}");
         }
+        for note in &f.notes {
+            println!("  note         {note}");
+        }
         if problems.len() > SHOWN {
             println!("  problem      ... and {} more", problems.len() - SHOWN);
         }
