@@ -6,7 +6,7 @@
 //! (`subduction/0`), carries **one bidirectional stream**, opened by the
 //! connecting side. Both directions of that stream are a sequence of
 //! messages, each behind its length as a big-endian u32 (the
-//! [`U32Be`] prefix); the Subduction handshake runs on the same stream,
+//! [`U32Be`](bijou_framing::prefix::U32Be) prefix); the Subduction handshake runs on the same stream,
 //! first:
 //!
 //! ```text
@@ -29,9 +29,9 @@
 //! - Messages are at most [`IROH_MAX_MESSAGE_LENGTH`] (50 MiB, as in
 //!   Subduction) and at most the limit the session sets: **256 bytes until
 //!   the handshake completes**. The framing is
-//!   [`FramedTransport`]'s with the [`U32Be`] prefix, so a length over the
+//!   [`FramedTransport`](crate::transport::FramedTransport)'s with the [`U32Be`](bijou_framing::prefix::U32Be) prefix, so a length over the
 //!   limit is refused from its four bytes, before anything is reserved
-//!   ([`TransportError::TooLarge`]), and memory grows with the bytes
+//!   ([`TransportError::TooLarge`](crate::transport::TransportError::TooLarge)), and memory grows with the bytes
 //!   received, never with the length a peer announces (a pending message
 //!   reserves at most `2 × received + 64 KiB`). An idle connection holds
 //!   no buffer of ours.
@@ -41,7 +41,7 @@
 //!   `iroh_node_id=<64 hex digits>`. Dial a server with a [`NodeAddr`],
 //!   `<node-id>@<ip:port>`; authenticate it with the handshake as on every
 //!   transport.
-//! - Errors of the QUIC connection are [`TransportError::Quic`] holding an
+//! - Errors of the QUIC connection are [`TransportError::Quic`](crate::transport::TransportError::Quic) holding an
 //!   [`IrohStreamError`].
 //!
 //! # Closing

@@ -7,7 +7,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::*;
 
-/// The one bidirectional stream as a byte stream for [`FramedTransport`]:
+/// The one bidirectional stream as a byte stream for [`FramedTransport`](crate::transport::FramedTransport):
 /// errors carry an [`IrohStreamError`], and a close with code 0 reads as
 /// the end of the stream (Subduction closes with 0 when it is done, and
 /// the framing then tells whether that came between messages).

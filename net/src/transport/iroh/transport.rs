@@ -18,7 +18,7 @@ use super::stream_error::quic_error;
 use super::*;
 
 /// A [`Transport`] over an iroh QUIC connection's one stream; see the
-/// [module docs](self).
+/// [module docs](super).
 pub struct IrohTransport {
     framed: FramedTransport<QuicStream, U32Be>,
     conn: QuicConnection,
