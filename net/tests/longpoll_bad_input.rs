@@ -292,19 +292,24 @@ fn send_bodies_over_the_cap_are_413_and_memory_follows_the_bytes_received() {
         eprintln!("send announcing 60 MB: {held} B held after the 413");
         assert!(held <= 64 * KIB, "{held} B");
 
-        // 50 MB announced (under the cap), 64 KiB sent: what the server
-        // holds follows the 64 KiB, then the body stalls: 408.
+        // 50 MB announced (under the cap), 64 KiB sent, on 20 sessions (a
+        // session takes one send at a time): what the server holds follows
+        // the 64 KiB, then the body stalls: 408.
         const CONNECTIONS: usize = 20;
-        let head = format!(
-            "POST /lp/send HTTP/1.1\r\nhost: t\r\nx-session-id: {sid}\r\ncontent-length: 50000000\r\n\r\n"
-        );
         let body = vec![0x5A; 64 * KIB];
-        let mut conns: Vec<Http<TcpStream>> = Vec::with_capacity(CONNECTIONS);
+        let mut conns: Vec<(Http<TcpStream>, String)> = Vec::with_capacity(CONNECTIONS);
+        let mut open_sessions = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
-            conns.push(connect(addr).await);
+            let mut conn = connect(addr).await;
+            let (id, session) = open(&mut conn, &mut sessions).await;
+            open_sessions.push(session);
+            conns.push((conn, id));
         }
         let before = ALLOCATOR.allocated();
-        for http in &mut conns {
+        for (http, id) in &mut conns {
+            let head = format!(
+                "POST /lp/send HTTP/1.1\r\nhost: t\r\nx-session-id: {id}\r\ncontent-length: 50000000\r\n\r\n"
+            );
             http.write(head.as_bytes()).await.expect("head");
             http.write(&body).await.expect("body");
         }
@@ -313,7 +318,7 @@ fn send_bodies_over_the_cap_are_413_and_memory_follows_the_bytes_received() {
         let bound = 2 * body.len() + 64 * KIB;
         eprintln!("send announcing 50 MB, 64 KiB sent: {held} B held per request (bound {bound})");
         assert!(held <= bound, "{held} B per request");
-        for http in &mut conns {
+        for (http, _) in &mut conns {
             let reply = http.read_reply().await.expect("an answer");
             assert_refused(&reply, 408, "stopped for 500ms after 65536 bytes");
             assert!(http.closed().await, "the connection is closed");

@@ -763,6 +763,12 @@ async fn a_message_over_the_max_is_refused_by_the_sink() {
             .await
             .expect("the max is fine");
         assert_eq!(fake.requests("/lp/send").len(), 1);
+        // No maximum above the transport's own: 50 MiB.
+        t.set_max_message_length(usize::MAX);
+        assert_eq!(
+            t.max_message_length(),
+            bijou_net::transport::longpoll::LONGPOLL_MAX_MESSAGE_LENGTH
+        );
     })
     .await
     .expect("bounded");

@@ -638,6 +638,48 @@ async fn a_full_inbound_queue_holds_a_send_until_there_is_room_or_the_send_timeo
     .await;
 }
 
+/// A session takes one `/lp/send` at a time: a second one while the first
+/// reads or waits for room is 409, so a session holds at most one body
+/// beyond its queue, whatever a client sends at once.
+#[tokio::test(start_paused = true)]
+async fn a_second_concurrent_send_is_409_and_the_first_still_goes_in() {
+    bounded(async {
+        let mut c = config();
+        c.inbound_messages = 1;
+        c.send_timeout = Duration::from_secs(4);
+        let (server, mut sessions, mut http) = server(c);
+        let (sid, mut session) = open(&mut http, &mut sessions).await;
+        assert_eq!(http.send(&sid, b"a").await.expect("send").status, 204);
+        let mut other = pipe(&server);
+        let (first, second, taken) = tokio::join!(
+            // Waits for room: the queue holds "a".
+            http.send(&sid, b"b"),
+            async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                other.send(&sid, b"c").await
+            },
+            async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                next_inbound(&mut session).await
+            }
+        );
+        let second = second.expect("send");
+        assert_eq!(second.status, 409, "{}", second.text());
+        assert!(
+            second.text().contains("send one at a time"),
+            "{}",
+            second.text()
+        );
+        assert_eq!(first.expect("send").status, 204);
+        assert_eq!(taken, &b"a"[..]);
+        assert_eq!(next_inbound(&mut session).await, &b"b"[..]);
+        // Once the first is done, the next send is taken.
+        assert_eq!(other.send(&sid, b"c").await.expect("send").status, 204);
+        assert_eq!(next_inbound(&mut session).await, &b"c"[..]);
+    })
+    .await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn disconnect_ends_the_stream_after_what_was_queued() {
     bounded(async {

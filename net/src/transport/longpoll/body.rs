@@ -44,8 +44,7 @@ pub(super) async fn read_capped(
             max,
         });
     }
-    let mut first: Option<Bytes> = None;
-    let mut more = BytesMut::new();
+    let mut whole = Gathered::default();
     let mut have = 0usize;
     loop {
         let stalled = Instant::now() + stall;
@@ -77,14 +76,36 @@ pub(super) async fn read_capped(
                 max,
             });
         }
-        match first.take() {
-            None if more.is_empty() => first = Some(data),
-            None => more.extend_from_slice(&data),
+        whole.push(data);
+    }
+    Ok(whole.finish())
+}
+
+/// A body gathered from its frames with memory that grows with their
+/// bytes: one frame is kept as it came (no copy), more are appended to
+/// one buffer, so a body sent in tiny chunks costs its bytes, not a list
+/// entry per chunk. Client and server read bodies through it.
+#[derive(Debug, Default)]
+pub(super) struct Gathered {
+    first: Option<Bytes>,
+    more: BytesMut,
+}
+
+impl Gathered {
+    /// Adds the next frame's bytes.
+    pub(super) fn push(&mut self, data: Bytes) {
+        match self.first.take() {
+            None if self.more.is_empty() => self.first = Some(data),
+            None => self.more.extend_from_slice(&data),
             Some(earlier) => {
-                more.extend_from_slice(&earlier);
-                more.extend_from_slice(&data);
+                self.more.extend_from_slice(&earlier);
+                self.more.extend_from_slice(&data);
             }
         }
     }
-    Ok(first.unwrap_or_else(|| more.freeze()))
+
+    /// The whole body.
+    pub(super) fn finish(self) -> Bytes {
+        self.first.unwrap_or_else(|| self.more.freeze())
+    }
 }

@@ -626,8 +626,11 @@ impl Sink<Bytes> for LongPollTransport {
 impl Transport for LongPollTransport {
     /// Applies to messages sent from now on, and to every `/lp/recv`
     /// answer read from now on.
+    /// Refuses messages over `max` (clamped to
+    /// [`LONGPOLL_MAX_MESSAGE_LENGTH`](super::LONGPOLL_MAX_MESSAGE_LENGTH))
+    /// from the next response on.
     fn set_max_message_length(&mut self, max: usize) {
-        self.shared.lock().max = max;
+        self.shared.lock().max = max.min(super::LONGPOLL_MAX_MESSAGE_LENGTH);
     }
 
     fn max_message_length(&self) -> usize {

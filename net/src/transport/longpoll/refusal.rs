@@ -47,6 +47,10 @@ pub(super) enum Refusal {
     /// 409.
     #[error("another /lp/recv of this session is waiting: poll one at a time")]
     RecvInProgress,
+    /// 409: a session takes one `/lp/send` at a time, so it holds at most
+    /// one body beyond its queue.
+    #[error("another /lp/send of this session is in progress: send one at a time")]
+    SendInProgress,
     /// 413.
     #[error("body of {len} bytes or more is over this endpoint's limit of {max} bytes: send at most {max}")]
     TooLarge {
@@ -129,7 +133,7 @@ impl Refusal {
             | Self::AckBeyondDelivered { .. }
             | Self::BodyBrokenOff { .. } => StatusCode::BAD_REQUEST,
             Self::SessionGone => StatusCode::GONE,
-            Self::RecvInProgress => StatusCode::CONFLICT,
+            Self::RecvInProgress | Self::SendInProgress => StatusCode::CONFLICT,
             Self::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::BodyStalled { .. } | Self::BodyTooSlow { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::SessionsFull { .. }
@@ -178,6 +182,7 @@ mod tests {
                 "up to 2",
             ),
             (Refusal::RecvInProgress, 409, "one at a time"),
+            (Refusal::SendInProgress, 409, "send one at a time"),
             (Refusal::TooLarge { len: 300, max: 256 }, 413, "at most 256"),
             (Refusal::BodyBrokenOff { have: 5 }, 400, "after 5 bytes"),
             (

@@ -306,6 +306,8 @@ impl LongPollServer {
         if session.is_closed() {
             return Err(self.gone(&id, &session));
         }
+        // Before the body is read: one send at a time per session.
+        let _sending = session.hold_send()?;
         let config = &self.inner.config;
         let message = read_capped(
             request.into_body(),

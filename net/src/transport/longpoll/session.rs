@@ -71,6 +71,9 @@ struct State {
     max_message_length: usize,
     /// An `/lp/recv` is waiting.
     recv_held: bool,
+    /// An `/lp/send` is reading its body or waiting for room (one at a
+    /// time, so a session holds at most one body beyond its queue).
+    send_held: bool,
     /// The server side's stream, waiting for a message.
     stream_waker: Option<Waker>,
     /// The stream has yielded its end.
@@ -203,6 +206,16 @@ impl Shared {
         Ok(RecvHeld(self))
     }
 
+    /// Marks an `/lp/send` as reading or waiting; the guard unmarks it.
+    pub(super) fn hold_send(&self) -> Result<SendHeld<'_>, Refusal> {
+        let mut state = self.lock();
+        if state.send_held {
+            return Err(Refusal::SendInProgress);
+        }
+        state.send_held = true;
+        Ok(SendHeld(self))
+    }
+
     /// Queues a message from the client for the server side's stream,
     /// waiting for room until `deadline`.
     ///
@@ -312,6 +325,16 @@ impl Drop for RecvHeld<'_> {
     }
 }
 
+/// An `/lp/send` reading its body or waiting for room (at most one).
+#[derive(Debug)]
+pub(super) struct SendHeld<'a>(&'a Shared);
+
+impl Drop for SendHeld<'_> {
+    fn drop(&mut self) {
+        self.0.lock().send_held = false;
+    }
+}
+
 /// The server side of one long-poll session, a [`Transport`]: its stream
 /// yields the client's messages (first the handshake challenge, the
 /// `/lp/handshake` body), its sink queues messages for the client's
@@ -407,6 +430,7 @@ impl LongPollSession {
                 delivered: 0,
                 max_message_length: MAX_HANDSHAKE_BODY,
                 recv_held: false,
+                send_held: false,
                 stream_waker: None,
                 stream_done: false,
             }),

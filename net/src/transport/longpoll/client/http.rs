@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::super::body::Gathered;
 use super::super::{LongPollError, SessionId, ACK_HEADER, SESSION_ID_HEADER};
 use super::url::{BaseUrl, Endpoint};
 use crate::transport::TransportError;
@@ -211,7 +212,7 @@ pub(super) async fn read_body(
         });
     }
     let read = async {
-        let mut chunks: Vec<Bytes> = Vec::new();
+        let mut whole = Gathered::default();
         let mut len = 0usize;
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| BodyError::Failed(http_error(e)))?;
@@ -226,20 +227,10 @@ pub(super) async fn read_body(
                 });
             }
             if !data.is_empty() {
-                chunks.push(data);
+                whole.push(data);
             }
         }
-        Ok(match chunks.len() {
-            0 => Bytes::new(),
-            1 => chunks.pop().unwrap_or_default(),
-            _ => {
-                let mut whole = BytesMut::with_capacity(len);
-                for chunk in &chunks {
-                    whole.extend_from_slice(chunk);
-                }
-                whole.freeze()
-            }
-        })
+        Ok(whole.finish())
     };
     tokio::time::timeout_at(deadline, read)
         .await
