@@ -83,6 +83,8 @@ impl TransportError {
             Self::Stalled { .. } => ErrorKind::TimedOut,
             #[cfg(feature = "websocket")]
             Self::SendAfterClose => ErrorKind::Usage,
+            #[cfg(feature = "websocket")]
+            Self::Upgrade(e) => upgrade_kind(e),
             #[cfg(feature = "iroh")]
             Self::Quic(e) => quic_kind(e),
             #[cfg(feature = "longpoll")]
@@ -92,6 +94,28 @@ impl TransportError {
             // Malformed prefixes and frames, failed upgrades.
             _ => ErrorKind::Protocol,
         }
+    }
+}
+
+#[cfg(feature = "websocket")]
+fn upgrade_kind(err: &crate::transport::websocket::UpgradeError) -> ErrorKind {
+    use crate::transport::websocket::UpgradeError;
+    match err {
+        // Our own URL.
+        UpgradeError::UnsupportedScheme { .. } => ErrorKind::Usage,
+        UpgradeError::Status { status } => status_kind(*status),
+        UpgradeError::HeadIncomplete { .. } | UpgradeError::NotAnswered { .. } => ErrorKind::Closed,
+        _ => ErrorKind::Protocol,
+    }
+}
+
+/// An HTTP status a server answered with: 408, 429 and 5xx say "later",
+/// the rest that the request was wrong for this server.
+#[cfg(any(feature = "websocket", feature = "longpoll"))]
+fn status_kind(status: u16) -> ErrorKind {
+    match status {
+        408 | 429 | 500..=599 => ErrorKind::Io,
+        _ => ErrorKind::Protocol,
     }
 }
 
@@ -126,12 +150,16 @@ fn quic_kind(err: &crate::transport::iroh::IrohStreamError) -> ErrorKind {
 fn longpoll_kind(err: &crate::transport::longpoll::LongPollError) -> ErrorKind {
     use crate::transport::longpoll::LongPollError;
     match err {
-        LongPollError::Url { .. } | LongPollError::Closed => ErrorKind::Usage,
-        LongPollError::SessionGone => ErrorKind::Closed,
+        LongPollError::Url { .. } => ErrorKind::Usage,
+        // The session ended: the client disconnected, the server closed
+        // it, or (backpressure) the client stopped collecting messages.
+        LongPollError::SessionGone | LongPollError::Closed | LongPollError::Backpressure { .. } => {
+            ErrorKind::Closed
+        }
         LongPollError::Expired { .. } => ErrorKind::TimedOut,
+        LongPollError::Status { status, .. } => status_kind(*status),
         LongPollError::Http(_) => ErrorKind::Io,
-        // Unexpected statuses, a missing session id, a client that does
-        // not collect its messages.
+        // A missing session id.
         _ => ErrorKind::Protocol,
     }
 }
@@ -257,5 +285,58 @@ mod tests {
             ErrorKind::TooLarge
         );
         assert!(!ErrorKind::Protocol.is_transient());
+    }
+
+    #[cfg(feature = "websocket")]
+    #[test]
+    fn upgrade_failures_are_sorted_by_whose_they_are() {
+        use crate::transport::websocket::UpgradeError;
+        let upgrade = |e| TransportError::Upgrade(e).kind();
+        assert_eq!(
+            upgrade(UpgradeError::UnsupportedScheme {
+                url: "wss://x".into()
+            }),
+            ErrorKind::Usage
+        );
+        assert_eq!(upgrade(UpgradeError::Status { status: 503 }), ErrorKind::Io);
+        assert_eq!(
+            upgrade(UpgradeError::Status { status: 404 }),
+            ErrorKind::Protocol
+        );
+        assert_eq!(
+            upgrade(UpgradeError::NotAnswered { have: 0 }),
+            ErrorKind::Closed
+        );
+    }
+
+    #[cfg(feature = "longpoll")]
+    #[test]
+    fn long_poll_failures_are_sorted_by_whose_they_are() {
+        use crate::transport::longpoll::LongPollError;
+        let lp = |e| TransportError::LongPoll(e).kind();
+        let status = |status| LongPollError::Status {
+            endpoint: "/lp/send",
+            status,
+            body: String::new(),
+        };
+        assert_eq!(lp(status(503)), ErrorKind::Io);
+        assert_eq!(lp(status(408)), ErrorKind::Io);
+        assert_eq!(lp(status(400)), ErrorKind::Protocol);
+        assert_eq!(lp(LongPollError::Closed), ErrorKind::Closed);
+        assert_eq!(lp(LongPollError::SessionGone), ErrorKind::Closed);
+        assert_eq!(
+            lp(LongPollError::Expired {
+                idle: Duration::from_secs(90)
+            }),
+            ErrorKind::TimedOut
+        );
+        assert_eq!(
+            lp(LongPollError::Url {
+                url: "https://x".into(),
+                reason: "TLS is not built in"
+            }),
+            ErrorKind::Usage
+        );
+        assert_eq!(lp(LongPollError::MissingSessionId), ErrorKind::Protocol);
     }
 }

@@ -85,8 +85,8 @@ impl FrameDecoder {
     ///
     /// # Errors
     ///
-    /// Any [`WsFrameError`] but `Truncated`, `Stalled` and
-    /// `SendAfterClose`, as soon as the bytes that show it are in `src`.
+    /// Any [`WsFrameError`] but `Truncated`, as soon as the bytes that
+    /// show it are in `src`.
     pub fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, WsFrameError> {
         self.recv.observe(src);
         let header = match self.pending {

@@ -1,5 +1,6 @@
-//! RFC 6455 frames, sans-IO: a [`FrameDecoder`] that never reserves ahead
-//! of the bytes received, and [`encode_frame`].
+//! RFC 6455 frames, sans-IO: a [`FrameDecoder`] whose buffer grows with the
+//! bytes received, never with the length a header announces, and
+//! [`encode_frame`].
 //!
 //! ```text
 //!   byte 0          byte 1          bytes 2..               then

@@ -20,6 +20,9 @@
 //!   | IrohTransport (`iroh`): FramedTransport<_, U32Be> over the one QUIC |
 //!   | stream of an iroh connection, ALPN subduction/0, close codes        |
 //!   +---------------------------------------------------------------------+
+//!   | LongPollTransport / LongPollSession (`longpoll`): one message per   |
+//!   | HTTP request body, POST /lp/send up, a held POST /lp/recv down      |
+//!   +---------------------------------------------------------------------+
 //! ```
 //!
 //! Every transport refuses a received message longer than its current
@@ -81,8 +84,9 @@ pub use framed::FramedTransport;
 /// A carrier of whole messages; see the [module docs](self).
 ///
 /// Implemented by [`FramedTransport`], `WebSocketTransport` (feature
-/// `websocket`) and [`LengthChecked`], which adapts any other
-/// `Sink<Bytes> + Stream<Item = Result<Bytes, E>>`.
+/// `websocket`), `IrohTransport` (feature `iroh`), `LongPollTransport` and
+/// `LongPollSession` (feature `longpoll`), and [`LengthChecked`], which
+/// adapts any other `Sink<Bytes> + Stream<Item = Result<Bytes, E>>`.
 pub trait Transport:
     Stream<Item = Result<Bytes, TransportError>> + Sink<Bytes, Error = TransportError> + Unpin
 {

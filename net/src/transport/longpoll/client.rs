@@ -202,9 +202,13 @@ pub async fn connect_with(
 ///   [`ClientConfig::max_failures`] (5) failures in a row, the last one's
 ///   error ends the stream. A 200 or 204 resets the count.
 /// - A `410` ends the stream (`None`), whether or not anything came
-///   before: the server closed the session and every message it held was
-///   delivered, as a WebSocket close does. Once this side disconnected,
-///   any failure ends it the same way.
+///   before, as a WebSocket close does: the server no longer knows the
+///   session. Our server answers `410` to a session it closed only once
+///   the messages it queued were delivered; one that expired the session,
+///   refused a client that stopped collecting (backpressure), or restarted
+///   dropped what it held, and Subduction's drops a message whose response
+///   was lost. The stream cannot tell these apart. Once this side
+///   disconnected, any failure ends it the same way.
 ///
 /// # Sending
 ///

@@ -97,7 +97,7 @@ pub const LONGPOLL_MAX_MESSAGE_LENGTH: usize = DEFAULT_MAX_FRAME_LENGTH;
 
 /// The longest `/lp/handshake` body the server reads: 256 bytes, as every
 /// transport caps a peer that has not authenticated (a challenge is 158).
-pub const MAX_HANDSHAKE_BODY: usize = 256;
+pub const MAX_HANDSHAKE_BODY: usize = bijou_proto::handshake::HANDSHAKE_MAX_MESSAGE_LENGTH;
 
 /// The paths, under the server's base URL.
 pub mod path {
