@@ -287,7 +287,6 @@ impl LongPollServer {
             }
         }
         let id = registered.ok_or(Refusal::NoRandomness)?;
-        shared.open();
         guard.disarm();
         let mut answer = octets(StatusCode::OK, reply);
         // 32 lower-case hex digits: always a valid header value.

@@ -183,14 +183,6 @@ impl Shared {
         self.room.notify_waiters();
     }
 
-    /// Opens a session whose handshake reply was a response.
-    pub(super) fn open(&self) {
-        let mut state = self.lock();
-        if matches!(state.phase, Phase::Handshake(_)) {
-            state.phase = Phase::Open;
-        }
-    }
-
     /// The longest `/lp/send` body the session takes now.
     pub(super) fn max_message_length(&self) -> usize {
         self.lock().max_message_length

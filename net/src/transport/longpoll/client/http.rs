@@ -283,7 +283,14 @@ pub(super) fn status_from_text(endpoint: Endpoint, status: u16, text: &[u8]) -> 
     TransportError::LongPoll(LongPollError::Status {
         endpoint: endpoint.path(),
         status,
-        body: String::from_utf8_lossy(text).trim().to_owned(),
+        // The server's words, for a log or a terminal: control characters
+        // (escape sequences, line breaks) become spaces.
+        body: String::from_utf8_lossy(text)
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect::<String>()
+            .trim()
+            .to_owned(),
     })
 }
 
@@ -296,4 +303,31 @@ fn timed_out(endpoint: Endpoint) -> TransportError {
         std::io::ErrorKind::TimedOut,
         format!("POST {}: no complete answer in time", endpoint.path()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_text_is_cut_and_its_control_characters_blanked() {
+        let text = b"  busy\x1b[31m\r\nretry later\x07  ";
+        let TransportError::LongPoll(LongPollError::Status {
+            endpoint,
+            status,
+            body,
+        }) = status_from_text(Endpoint::Send, 503, text)
+        else {
+            panic!("a status error")
+        };
+        assert_eq!((endpoint, status), ("/lp/send", 503));
+        assert_eq!(body, "busy [31m  retry later");
+        let long = vec![b'x'; 3 * STATUS_TEXT];
+        let TransportError::LongPoll(LongPollError::Status { body, .. }) =
+            status_from_text(Endpoint::Recv, 500, &long)
+        else {
+            panic!("a status error")
+        };
+        assert_eq!(body.len(), STATUS_TEXT);
+    }
 }
