@@ -124,6 +124,11 @@ pub struct Connection<T> {
     /// The timers and the messages held for `recv`, made when first
     /// needed and freed once idle: an idle connection holds a pointer.
     waits: Option<Box<Waits>>,
+    /// When the receive loop last started running without giving the
+    /// thread back: a caller that takes message after message without
+    /// waiting (a server's loop over a flood) still yields after
+    /// [`YIELD_AFTER`], counted across its polls.
+    running_since: Option<Instant>,
 }
 
 /// The shell's waits: the verification budget's, and what the session's
@@ -260,6 +265,7 @@ impl<T: Transport> Connection<T> {
             ended: false,
             transmits_unflushed: false,
             waits: None,
+            running_since: None,
         }
     }
 
@@ -858,12 +864,26 @@ impl<T: Transport> Connection<T> {
         moved
     }
 
-    /// The receive loop; see [`Connection`].
+    /// The receive loop; see [`Connection`]. Its run is timed from the
+    /// first poll after it last returned `Pending` (waiting, or yielding):
+    /// what a poll hands out does not restart the clock.
     fn poll_progress(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Progress, TransportError>>> {
-        let started = Instant::now();
+        let started = *self.running_since.get_or_insert_with(Instant::now);
+        let polled = self.poll_progress_since(cx, started);
+        if polled.is_pending() {
+            self.running_since = None;
+        }
+        polled
+    }
+
+    fn poll_progress_since(
+        &mut self,
+        cx: &mut Context<'_>,
+        started: Instant,
+    ) -> Poll<Option<Result<Progress, TransportError>>> {
         loop {
             if self.session.has_transmit() || self.transmits_unflushed {
                 // Out now if the transport takes it, so the answer does not
