@@ -88,11 +88,14 @@ pub async fn serve_each<Conn, Accepting, Serving>(
         let Some(conn) = next_connection(&mut accept, &mut backoff).await else {
             return;
         };
-        let served = serve(conn);
-        tokio::spawn(async move {
-            served.await;
-            drop(slot);
-        });
+        // A combinator, not an `async move` block: such a block would
+        // keep `served` twice (once captured, once being awaited), and
+        // each idle connection's task would be twice the size.
+        let served = futures::FutureExt::map(serve(conn), move |()| drop(slot));
+        if std::env::var_os("BIJOU_FUTSIZE").is_some() {
+            eprintln!("future {}", std::mem::size_of_val(&served));
+        }
+        tokio::spawn(served);
     }
 }
 

@@ -28,11 +28,15 @@ mod blob;
 mod chain;
 mod echo;
 mod exit;
+mod fd_limit;
 mod figures;
+mod heap;
 mod inspect;
 mod keygen;
+mod load;
 mod progress;
 mod serve;
+mod stats_file;
 mod sync;
 mod target;
 #[cfg(test)]
@@ -65,6 +69,10 @@ enum Command {
     Serve(serve::Args),
     Sync(sync::Args),
     Echo(echo::Args),
+    Load(load::Args),
+    /// One worker process of `bijou load` (started by it).
+    #[command(hide = true)]
+    LoadWorker(load::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,11 +84,24 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::run(&args))),
         Command::Sync(args) => runtime().and_then(|rt| rt.block_on(sync::run(&args))),
         Command::Echo(args) => runtime().and_then(|rt| rt.block_on(echo::run(&args))),
+        Command::Load(args) => runtime().and_then(|rt| rt.block_on(load::run(&args))),
+        Command::LoadWorker(args) => {
+            single_thread().and_then(|rt| rt.block_on(load::run_worker(&args)))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
     }
+}
+
+/// A runtime on this thread alone: a load worker's connections wait on
+/// the server, not on each other.
+fn single_thread() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::input(format!("cannot start the async runtime: {e}")))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

@@ -11,7 +11,7 @@
 //! service name. It does not push updates to subscribers and stores no
 //! fragments.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,15 +20,16 @@ use std::time::Duration;
 
 use bijou_frame::framing::prefix::PrefixKind;
 use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::handshake::ConnectError;
 use bijou_frame::net::transport::websocket;
-use bijou_frame::net::Connection;
+use bijou_frame::net::{Connection, ErrorKind};
 use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
 use bijou_frame::proto::message::{
     BatchSyncRequest, BatchSyncResponse, BlobMessage, CommitId, Fingerprint, HeadsUpdate,
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, VerifiedItem,
 };
-use bijou_frame::proto::session::Delivered;
+use bijou_frame::proto::session::{Delivered, Received};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -74,6 +75,30 @@ pub struct Args {
     /// The server's key file (default: a new key for this run).
     #[arg(long, value_name = "KEY")]
     pub key: Option<PathBuf>,
+    /// Connections served at once; more wait in the kernel's backlog. The
+    /// process raises its file-descriptor limit to fit them, or says how
+    /// many it needs.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Seconds a connection may go without a whole message before it is
+    /// closed.
+    #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
+    /// Share the port with other `bijou serve --reuse-port` processes
+    /// (SO_REUSEPORT: the kernel spreads new connections over them; each
+    /// keeps its own store). For crowds larger than one process's
+    /// file-descriptor limit.
+    #[arg(long)]
+    pub reuse_port: bool,
+    /// Write the server's figures to FILE every second: its pid, heap
+    /// (live and peak, counted by its allocator), open connections,
+    /// handshakes, refusals by reason (`bijou load --server-stats` reads
+    /// it).
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
+    /// No log line for each connection that ends.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// A mistake our server makes on purpose, so the tests can check the
@@ -97,9 +122,9 @@ pub enum Fault {
     DropFetchAnswer,
 }
 
-/// Connections our server serves at once.
+/// Connections our server serves at once, by default.
 const MAX_CONNECTIONS: usize = 256;
-/// How long our server waits for a connection's next message.
+/// How long our server waits for a connection's next message, by default.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Trees our server stores.
 const MAX_TREES: usize = 1024;
@@ -145,6 +170,33 @@ pub struct SyncServer {
     requests: AtomicU64,
     /// [`Fault::DropFetchAnswer`] has dropped its answer.
     fault_spent: std::sync::atomic::AtomicBool,
+    limits: Limits,
+    /// Authenticated connections being served now.
+    open: AtomicU64,
+    /// Handshakes completed.
+    handshakes: AtomicU64,
+    /// Connections closed for idling.
+    idle_closed: AtomicU64,
+    /// Connections that ended before their session, by why
+    /// ([`refusal_reason`]).
+    refusals: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// How many connections our server serves at once and how long each may
+/// idle.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub idle_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: MAX_CONNECTIONS,
+            idle_timeout: IDLE_TIMEOUT,
+        }
+    }
 }
 
 /// What the server did, for the summary.
@@ -155,6 +207,18 @@ pub struct ServerStats {
     pub refused: u64,
     pub rejected: u64,
     pub requests: u64,
+}
+
+/// The `refused_*` figure a failed handshake counts in.
+fn refusal_reason(e: &ConnectError) -> &'static str {
+    match e.kind() {
+        ErrorKind::TimedOut => "handshake_timeout",
+        ErrorKind::Closed => "closed_in_handshake",
+        ErrorKind::Rejected => "challenge_refused",
+        ErrorKind::TooLarge => "handshake_too_large",
+        ErrorKind::Io => "io",
+        _ => "handshake_protocol",
+    }
 }
 
 /// Whether a fetch's answer returns any commit.
@@ -207,7 +271,47 @@ impl SyncServer {
             rejected: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             fault_spent: std::sync::atomic::AtomicBool::new(false),
+            limits: Limits::default(),
+            open: AtomicU64::new(0),
+            handshakes: AtomicU64::new(0),
+            idle_closed: AtomicU64::new(0),
+            refusals: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The same server with other [`Limits`].
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The figures `--stats` writes: pid, heap, connections and refusals.
+    pub fn figures(&self) -> Vec<(String, u64)> {
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        let mut figures = vec![
+            ("pid".to_owned(), u64::from(std::process::id())),
+            ("heap".to_owned(), crate::heap::live() as u64),
+            ("heap_peak".to_owned(), crate::heap::peak() as u64),
+            ("open".to_owned(), load(&self.open)),
+            ("handshakes".to_owned(), load(&self.handshakes)),
+            ("idle_closed".to_owned(), load(&self.idle_closed)),
+            ("stored".to_owned(), load(&self.stored)),
+            ("requests".to_owned(), load(&self.requests)),
+        ];
+        let refusals = lock(&self.refusals);
+        figures.push(("refused".to_owned(), refusals.values().sum()));
+        figures.extend(
+            refusals
+                .iter()
+                .map(|(why, n)| (format!("refused_{why}"), *n)),
+        );
+        figures
+    }
+
+    /// Counts a connection that ended before its session.
+    fn refused(&self, why: &'static str) {
+        *lock(&self.refusals).entry(why).or_default() += 1;
     }
 
     pub fn stats(&self) -> ServerStats {
@@ -221,7 +325,7 @@ impl SyncServer {
     }
 
     /// Accepts connections until the task is dropped; at most
-    /// [`MAX_CONNECTIONS`] are served at once.
+    /// [`Limits::max_connections`] are served at once.
     pub async fn serve(
         self: Arc<Self>,
         listener: TcpListener,
@@ -230,7 +334,7 @@ impl SyncServer {
         log: bool,
     ) {
         if transport == TransportArg::Longpoll {
-            accept::serve_longpoll(&listener, MAX_CONNECTIONS, |session| {
+            accept::serve_longpoll(&listener, self.limits.max_connections, |session| {
                 let this = Arc::clone(&self);
                 async move {
                     let result = this.accept_carrier(Box::new(session)).await;
@@ -242,15 +346,19 @@ impl SyncServer {
             .await;
             return;
         }
-        accept::serve_tcp(&listener, MAX_CONNECTIONS, |(stream, peer_addr)| {
-            let this = Arc::clone(&self);
-            async move {
-                let result = this.accept(stream, transport, prefix).await;
-                if log {
-                    log_connection(&peer_addr.to_string(), result);
+        accept::serve_tcp(
+            &listener,
+            self.limits.max_connections,
+            |(stream, peer_addr)| {
+                let this = Arc::clone(&self);
+                async move {
+                    let result = this.accept(stream, transport, prefix).await;
+                    if log {
+                        log_connection(&peer_addr.to_string(), result);
+                    }
                 }
-            }
-        })
+            },
+        )
         .await;
     }
 
@@ -261,12 +369,26 @@ impl SyncServer {
         prefix: PrefixKind,
     ) -> Result<(PeerId, ConnReport), AnyError> {
         stream.set_nodelay(true)?;
+        // The upgrade's and the handshake's futures are boxed: the task
+        // of an idle connection keeps only the session's (see the crate
+        // docs' per-connection costs).
         let carrier: Carrier = match transport {
-            TransportArg::Ws => Box::new(
-                tokio::time::timeout(CONNECT_TIMEOUT, websocket::accept(stream))
-                    .await
-                    .map_err(|_| "WebSocket upgrade timed out")??,
-            ),
+            TransportArg::Ws => match Box::pin(tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                websocket::accept(stream),
+            ))
+            .await
+            {
+                Ok(Ok(ws)) => Box::new(ws),
+                Ok(Err(e)) => {
+                    self.refused("upgrade");
+                    return Err(e.into());
+                }
+                Err(_) => {
+                    self.refused("upgrade_timeout");
+                    return Err("WebSocket upgrade timed out".into());
+                }
+            },
             TransportArg::Tcp | TransportArg::Iroh => framed(stream, prefix),
             // Its TCP connections carry HTTP requests: `serve` hands them
             // to the long-poll server instead.
@@ -279,20 +401,29 @@ impl SyncServer {
 
     /// Runs the handshake and the session on an accepted transport.
     async fn accept_carrier(&self, carrier: Carrier) -> Result<(PeerId, ConnReport), AnyError> {
-        let conn = Connection::accept(
-            carrier,
-            &self.key,
-            &self.responder,
-            &ConnectConfig::default(),
-        )
-        .await?;
-        let peer = conn.remote_peer();
-        Ok((peer, self.session(conn).await))
+        // The connection moves into the session's future inside a block,
+        // so the task keeps its room once, not twice.
+        let (peer, session) = {
+            let conn = Box::pin(Connection::accept(
+                carrier,
+                &self.key,
+                &self.responder,
+                &ConnectConfig::default(),
+            ))
+            .await
+            .inspect_err(|e| self.refused(refusal_reason(e)))?;
+            (conn.remote_peer(), self.session(conn))
+        };
+        self.handshakes.fetch_add(1, Ordering::Relaxed);
+        self.open.fetch_add(1, Ordering::Relaxed);
+        let report = session.await;
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        Ok((peer, report))
     }
 
     /// [`SyncServer::serve`] over iroh: accepts QUIC connections on
-    /// `endpoint` until the task is dropped, at most [`MAX_CONNECTIONS`] at
-    /// once.
+    /// `endpoint` until the task is dropped, at most
+    /// [`Limits::max_connections`] at once.
     #[cfg(feature = "iroh")]
     pub async fn serve_iroh(
         self: Arc<Self>,
@@ -302,7 +433,7 @@ impl SyncServer {
         use bijou_frame::net::transport::iroh;
         let endpoint = &endpoint;
         let accept = move || async move { endpoint.accept().await.map(Ok) };
-        accept::serve_each(MAX_CONNECTIONS, accept, |incoming| {
+        accept::serve_each(self.limits.max_connections, accept, |incoming| {
             let this = Arc::clone(&self);
             async move {
                 let result = match iroh::accept_incoming(incoming).await {
@@ -318,61 +449,93 @@ impl SyncServer {
     }
 
     /// Serves one authenticated connection until it closes, fails or idles.
-    async fn session(&self, mut conn: Connection<Carrier>) -> ConnReport {
-        let mut report = ConnReport::default();
-        let mut counter = 0u64;
-        loop {
-            let received = match tokio::time::timeout(IDLE_TIMEOUT, conn.recv()).await {
-                Err(_) => {
-                    report.first_problem = Some(format!("idle for {IDLE_TIMEOUT:?}, closed"));
-                    break;
-                }
-                Ok(Err(e)) => {
-                    report.first_problem = Some(format!("connection failed: {e}"));
-                    break;
-                }
-                Ok(Ok(None)) => break,
-                Ok(Ok(Some(received))) => received,
-            };
-            let verified = match received.result {
-                Ok(Delivered::Sync(verified)) => verified,
-                // This server does not relay ephemeral messages.
-                Ok(_) => continue,
-                Err(why) => {
-                    report.rejected += 1;
-                    self.rejected.fetch_add(1, Ordering::Relaxed);
-                    report.first_problem.get_or_insert_with(|| why.to_string());
+    ///
+    /// While it waits, its future holds the connection, the report and
+    /// the timed receive, nothing more: what a message needs (the
+    /// message, its reply, the send) lives in blocks that end before the
+    /// next wait, or in boxes.
+    ///
+    /// Not an `async fn`: one would keep the connection twice (its
+    /// argument, and the local it is moved to); the block uses the
+    /// captured connection in place.
+    #[allow(clippy::manual_async_fn)] // on purpose: see above
+    fn session(
+        &self,
+        mut conn: Connection<Carrier>,
+    ) -> impl std::future::Future<Output = ConnReport> + Send + '_ {
+        async move {
+            let mut report = ConnReport::default();
+            let mut counter = 0u64;
+            let idle = self.limits.idle_timeout;
+            loop {
+                // A block, so that the message and its reply are gone before
+                // the send is awaited (an async fn keeps a local's room until
+                // its scope ends).
+                let sending = {
+                    let received = match tokio::time::timeout(idle, conn.recv()).await {
+                        Err(_) => {
+                            self.idle_closed.fetch_add(1, Ordering::Relaxed);
+                            report.first_problem = Some(format!("idle for {idle:?}, closed"));
+                            break;
+                        }
+                        Ok(Err(e)) => {
+                            report.first_problem = Some(format!("connection failed: {e}"));
+                            break;
+                        }
+                        Ok(Ok(None)) => break,
+                        Ok(Ok(Some(received))) => received,
+                    };
+                    self.reply_to(received, &mut counter, &mut report)
+                        .map(|reply| Box::pin(conn.send(Message::Sync(reply))))
+                };
+                let Some(sending) = sending else {
                     continue;
-                }
-            };
-            let reply = match verified.message {
-                SyncMessage::LooseCommit(m) => {
-                    self.receive_commit(m, &verified.items, &mut counter, &mut report)
-                }
-                SyncMessage::BatchSyncRequest(request) => {
-                    report.requests += 1;
-                    self.requests.fetch_add(1, Ordering::Relaxed);
-                    counter += 1;
-                    let answer = self.answer(&request, counter);
-                    let drop_it = self.fault == Fault::DropFetchAnswer
-                        && answer_has_commits(&answer)
-                        && !self.fault_spent.swap(true, Ordering::Relaxed);
-                    (!drop_it).then(|| answer.into())
-                }
-                _ => {
-                    report.ignored += 1;
-                    None
-                }
-            };
-            if let Some(reply) = reply {
-                if let Err(e) = conn.send(Message::Sync(reply)).await {
+                };
+                if let Err(e) = sending.await {
                     report.first_problem = Some(format!("send failed: {e}"));
                     break;
                 }
             }
+            let _ = Box::pin(conn.close()).await;
+            report
         }
-        let _ = conn.close().await;
-        report
+    }
+
+    /// What to answer a received message with, if anything.
+    fn reply_to(
+        &self,
+        received: Received,
+        counter: &mut u64,
+        report: &mut ConnReport,
+    ) -> Option<SyncMessage> {
+        let verified = match received.result {
+            Ok(Delivered::Sync(verified)) => verified,
+            // This server does not relay ephemeral messages.
+            Ok(_) => return None,
+            Err(why) => {
+                report.rejected += 1;
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                report.first_problem.get_or_insert_with(|| why.to_string());
+                return None;
+            }
+        };
+        match verified.message {
+            SyncMessage::LooseCommit(m) => self.receive_commit(m, &verified.items, counter, report),
+            SyncMessage::BatchSyncRequest(request) => {
+                report.requests += 1;
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                *counter += 1;
+                let answer = self.answer(&request, *counter);
+                let drop_it = self.fault == Fault::DropFetchAnswer
+                    && answer_has_commits(&answer)
+                    && !self.fault_spent.swap(true, Ordering::Relaxed);
+                (!drop_it).then(|| answer.into())
+            }
+            _ => {
+                report.ignored += 1;
+                None
+            }
+        }
     }
 
     /// Stores a verified commit; the HeadsUpdate to send if it was new.
@@ -599,8 +762,8 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     if args.transport == TransportArg::Iroh {
         return serve_iroh(args, key).await;
     }
-    let listener = TcpListener::bind(args.listen)
-        .await
+    let limits = limits(args)?;
+    let listener = listen(args.listen, args.reuse_port)
         .map_err(|e| Failure::input(format!("cannot listen on {}: {e}", args.listen)))?;
     let local = listener
         .local_addr()
@@ -609,7 +772,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         .service_name
         .clone()
         .unwrap_or_else(|| local.to_string());
-    let server = Arc::new(SyncServer::new(key, name, Fault::None));
+    let server = Arc::new(SyncServer::new(key, name, Fault::None).with_limits(limits));
     let id = server.key.peer_id();
     let connect = match args.transport {
         TransportArg::Ws | TransportArg::Iroh => format!("ws://{local}"),
@@ -627,9 +790,118 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         "           or: bijou sync --connect {connect} --service-name {:?}",
         server.service_name
     );
+    let figures = write_figures(Arc::clone(&server), args.stats.clone());
     tokio::select! {
-        () = server.serve(listener, args.transport, args.prefix, true) => {}
+        () = server.serve(listener, args.transport, args.prefix, !args.quiet) => {}
+        () = figures => {}
         _ = tokio::signal::ctrl_c() => say!("interrupted: stopping (the store is dropped)"),
     }
     Ok(())
+}
+
+/// `--max-connections` and `--idle-timeout`, once the file-descriptor
+/// limit is raised to fit the connections.
+fn limits(args: &Args) -> Result<Limits, Failure> {
+    let limit = crate::fd_limit::raise();
+    if args.max_connections + crate::fd_limit::SPARE > limit {
+        let what = format!("--max-connections {}", args.max_connections);
+        return Err(Failure::input(format!(
+            "{}; or run several `bijou serve --reuse-port` on one port",
+            crate::fd_limit::shortage(&what, args.max_connections, limit)
+        )));
+    }
+    Ok(Limits {
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+    })
+}
+
+/// A listener on `addr` with a backlog of 4,096 (a crowd connecting
+/// waits there, not in SYN retries), sharing its port if `reuse_port`.
+fn listen(addr: SocketAddr, reuse_port: bool) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    if reuse_port {
+        socket.set_reuseport(true)?;
+    }
+    socket.bind(addr)?;
+    socket.listen(4096)
+}
+
+/// Writes the server's figures to `path` every second, for ever (never
+/// returns without `path`); a failed write is said once and retried.
+async fn write_figures(server: Arc<SyncServer>, path: Option<PathBuf>) {
+    let Some(path) = path else {
+        return std::future::pending().await;
+    };
+    let mut said = false;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let figures = server.figures();
+        let pairs: Vec<(&str, u64)> = figures.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        if let Err(e) = crate::stats_file::write(&path, &pairs) {
+            if !said {
+                say!("cannot write the figures to {}: {e}", path.display());
+                said = true;
+            }
+        }
+    }
+}
+#[cfg(test)]
+mod task_size {
+    use super::*;
+    use bijou_frame::proto::message::Audience;
+
+    fn size_of_future<F: std::future::Future>(_: &F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// What an idle connection's task keeps is the future of `accept`:
+    /// the handshake's and the upgrade's futures are boxed, the session
+    /// keeps the connection once (not as an argument and a local), and
+    /// a message and its reply are gone before the send is awaited.
+    /// Without those, it is over 1,100 bytes (2,300 with the accept
+    /// loop's `async move` wrapper, which `serve_each` avoids).
+    #[tokio::test]
+    async fn an_idle_connections_future_stays_under_800_bytes() {
+        let (a, b) = tokio::io::duplex(4096);
+        let (client, server_key) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+        );
+        let responder = Responder::new(HandshakeConfig::default());
+        let config = ConnectConfig::default();
+        let audience = Audience::Known(server_key.peer_id());
+        let (_client, accepted) = tokio::join!(
+            Connection::connect(framed(a, PrefixKind::Bijou64), &client, audience, &config),
+            Connection::accept(
+                framed(b, PrefixKind::Bijou64),
+                &server_key,
+                &responder,
+                &config
+            )
+        );
+        let server = SyncServer::new(server_key.clone(), "size".into(), Fault::None);
+        let session = server.session(accepted.expect("handshake"));
+        assert!(
+            size_of_future(&session) <= 640,
+            "session: {}",
+            size_of_future(&session)
+        );
+        drop(session);
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let stream = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        let accept = server.accept(stream, TransportArg::Tcp, PrefixKind::Bijou64);
+        assert!(
+            size_of_future(&accept) <= 800,
+            "accept: {}",
+            size_of_future(&accept)
+        );
+    }
 }

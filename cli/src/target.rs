@@ -9,7 +9,8 @@
 //! bare `HOST:PORT` uses `--transport`.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use bijou_frame::framing::prefix::{Bijou64, Leb128, PrefixKind, U32Be};
@@ -21,7 +22,7 @@ use bijou_frame::net::transport::{longpoll, websocket, FramedTransport, Transpor
 use bijou_frame::net::Connection;
 use bijou_frame::proto::message::Audience;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 use crate::exit::Failure;
 
@@ -166,8 +167,33 @@ impl Target {
     /// A TCP connection to the target's host, `TCP_NODELAY` set; errors
     /// name the address.
     pub async fn tcp(&self) -> Result<TcpStream, Failure> {
+        self.tcp_from(None).await
+    }
+
+    /// [`Target::tcp`] from the local address `source` (any port), where
+    /// given: a crowd spreads its connections over loopback addresses so
+    /// that no one address runs out of ports.
+    pub async fn tcp_from(&self, source: Option<IpAddr>) -> Result<TcpStream, Failure> {
         let addr = self.authority();
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr.as_str()))
+        let connect = async {
+            let Some(source) = source else {
+                return TcpStream::connect(addr.as_str()).await;
+            };
+            let mut last = None;
+            for to in tokio::net::lookup_host(addr.as_str()).await? {
+                let socket = match to {
+                    SocketAddr::V4(_) => TcpSocket::new_v4()?,
+                    SocketAddr::V6(_) => TcpSocket::new_v6()?,
+                };
+                socket.bind(SocketAddr::new(source, 0))?;
+                match socket.connect(to).await {
+                    Ok(stream) => return Ok(stream),
+                    Err(e) => last = Some(e),
+                }
+            }
+            Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address")))
+        };
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
             .map_err(|_| {
                 Failure::network(format!(
@@ -186,11 +212,16 @@ impl Target {
     /// Connects and, for WebSocket, upgrades: a transport ready for the
     /// handshake.
     pub async fn carrier(&self) -> Result<Carrier, Failure> {
+        self.carrier_from(None).await
+    }
+
+    /// [`Target::carrier`] over TCP from `source` ([`Target::tcp_from`]).
+    pub async fn carrier_from(&self, source: Option<IpAddr>) -> Result<Carrier, Failure> {
         match self {
             Self::Ws(url) => {
                 // TCP first, so a refused connection gets the same hint on
                 // every transport; then the upgrade.
-                let io = self.tcp().await?;
+                let io = self.tcp_from(source).await?;
                 let ws = tokio::time::timeout(CONNECT_TIMEOUT, websocket::client(io, url))
                     .await
                     .map_err(|_| {
@@ -210,7 +241,7 @@ impl Target {
                     .map_err(|e| Failure::network(format!("cannot open {url}: {e}")))?;
                 Ok(Box::new(transport))
             }
-            Self::Tcp { prefix, .. } => Ok(framed(self.tcp().await?, *prefix)),
+            Self::Tcp { prefix, .. } => Ok(framed(self.tcp_from(source).await?, *prefix)),
             Self::Iroh(spec) => iroh_carrier(spec).await,
         }
     }
@@ -226,8 +257,20 @@ impl Target {
         addressed: &str,
         retry: &str,
     ) -> Result<(Connection<Carrier>, Duration), Failure> {
+        self.open_from(None, key, audience, addressed, retry).await
+    }
+
+    /// [`Target::open`] over TCP from `source` ([`Target::tcp_from`]).
+    pub async fn open_from(
+        &self,
+        source: Option<IpAddr>,
+        key: &SigningKey,
+        audience: Audience,
+        addressed: &str,
+        retry: &str,
+    ) -> Result<(Connection<Carrier>, Duration), Failure> {
         let t0 = Instant::now();
-        let carrier = self.carrier().await?;
+        let carrier = self.carrier_from(source).await?;
         let conn = Connection::connect(carrier, key, audience, &ConnectConfig::default())
             .await
             .map_err(|e| self.refused(&e, addressed, retry))?;

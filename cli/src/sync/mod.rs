@@ -32,7 +32,7 @@ mod client;
 mod command;
 mod fetch;
 mod keyhive;
-mod plan;
+pub(crate) mod plan;
 mod push;
 mod report;
 

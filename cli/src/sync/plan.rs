@@ -14,29 +14,29 @@ use crate::chain::CommitChain;
 use crate::AnyError;
 
 /// The commits to push, made and signed before the clock starts.
-pub(super) struct Plan {
-    pub(super) tree: SedimentreeId,
+pub(crate) struct Plan {
+    pub(crate) tree: SedimentreeId,
     /// Where the commit ids and blobs came from.
-    pub(super) seed: u64,
-    pub(super) commits: Vec<Planned>,
+    pub(crate) seed: u64,
+    pub(crate) commits: Vec<Planned>,
 }
 
 /// One commit of the plan.
-pub(super) struct Planned {
-    pub(super) head: CommitId,
+pub(crate) struct Planned {
+    pub(crate) head: CommitId,
     /// The LooseCommit message.
-    pub(super) message: SyncMessage,
+    pub(crate) message: SyncMessage,
     /// Its encoded length.
-    pub(super) len: usize,
+    pub(crate) len: usize,
     /// The signed commit's bytes.
-    pub(super) signed: Bytes,
-    pub(super) blob: Bytes,
+    pub(crate) signed: Bytes,
+    pub(crate) blob: Bytes,
 }
 
 impl Plan {
     /// `count` chained commits into `tree`, signed by `key`, each with
     /// `blob_size` random bytes from `seed`.
-    pub(super) fn new(
+    pub(crate) fn new(
         key: &SigningKey,
         tree: SedimentreeId,
         seed: u64,

@@ -1,0 +1,280 @@
+//! `bijou load`: the phases, in order (see the [module docs](super)).
+
+use std::time::{Duration, Instant};
+
+use bijou_frame::proto::message::{Audience, SedimentreeId};
+
+use super::args::{Args, Role, ServerArgs, WorkerArgs};
+use super::honest::{self, Pushes};
+use super::report::{Crowd, Report};
+use super::server::{self, ServerFigures};
+use super::workers::{Job, Worker};
+use super::{bad, crowd, crypto, flood};
+use crate::exit::Failure;
+use crate::fd_limit;
+use crate::keygen::new_key;
+use crate::stats_file::Figures;
+use crate::sync::plan::Plan;
+use crate::target::{Target, TransportArg};
+
+/// How long the crowd settles before the server's figures are read (its
+/// figures file is rewritten every second).
+const SETTLE: Duration = Duration::from_millis(2500);
+
+/// `bijou load`.
+pub async fn run(args: &Args) -> Result<(), Failure> {
+    let (target, audience) = address(&args.server)?;
+    let before = server::read(&args.server_stats)?;
+    let per_core = crypto::pairs_per_second(Duration::from_secs(1));
+    let mut report = Report::new(args, &target, per_core, before.clone());
+
+    // Source addresses of this run's own (see `crowd::source`).
+    let source_base = rand::random_range(1..=254u8);
+    let mut crowd = start_crowd(args, source_base).await?;
+    let cpu_before = server::read(&args.server_stats)?.cpu_ticks;
+    let started = Instant::now();
+    for worker in &mut crowd {
+        worker.send("go").await?;
+    }
+    let connected = collect(&mut crowd, "connected").await?;
+    report.crowd = Crowd {
+        workers: crowd.len(),
+        connected,
+        elapsed: started.elapsed(),
+        server_cpu: Duration::from_millis(
+            10 * server::read(&args.server_stats)?
+                .cpu_ticks
+                .saturating_sub(cpu_before),
+        ),
+        ..Crowd::default()
+    };
+    tokio::time::sleep(SETTLE).await;
+    report.held = server::read(&args.server_stats)?;
+    report.kernel = server::kernel_tcp_memory();
+
+    let key = new_key()?;
+    let tree = SedimentreeId::new(rand::random());
+    let pushes = usize::try_from(args.pushes).unwrap_or(usize::MAX);
+    let plan = Plan::new(&key, tree, rand::random(), 2 * pushes, args.blob_size)
+        .map_err(|e| Failure::input(format!("cannot sign the honest peer's commits: {e}")))?;
+    let (mut conn, _) = target
+        .open_from(
+            Some(crowd::source(source_base, args.connections)),
+            &key,
+            audience,
+            "the server",
+            "give --server-id or --service-name",
+        )
+        .await?;
+    let (alone, beside) = plan.commits.split_at(pushes);
+    report.alone = Some(honest::push(&mut conn, &key, alone).await);
+
+    if args.flooders > 0 || args.stalled > 0 || args.trickle > 0 {
+        let (flooded, bad_seen, during) =
+            flood_phase(args, source_base, &mut crowd, &mut conn, &key, beside).await?;
+        report.beside = Some(flooded.0);
+        report.flood_sent = flooded.1;
+        report.bad = bad_seen;
+        report.during_flood = Some(during);
+    }
+    let acked: Vec<_> = [report.alone.as_ref(), report.beside.as_ref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p.acked.iter().copied())
+        .collect();
+    report.fetched = Some(honest::fetch_back(&mut conn, &key, tree, &acked).await);
+    for worker in &mut crowd {
+        worker.send("check").await?;
+    }
+    report.crowd.alive = collect(&mut crowd, "alive").await?;
+    report.end = server::read(&args.server_stats)?;
+    for worker in &mut crowd {
+        let _ = worker.send("end").await;
+    }
+    report.print();
+    if report.all_well() {
+        Ok(())
+    } else {
+        Err(Failure::check(
+            "connections or pushes were lost (see above)",
+        ))
+    }
+}
+
+/// The flood: flooders, stalled and trickling connections start; the
+/// honest peer measures again; halfway, `--vanish` held connections
+/// disconnect at once. Returns the honest peer's figures with the commits
+/// the flooders sent and how long they flooded, what the stalled and
+/// trickling workers saw, and the server's figures during the flood.
+async fn flood_phase(
+    args: &Args,
+    source_base: u8,
+    crowd: &mut [Worker],
+    conn: &mut bijou_frame::net::Connection<crate::target::Carrier>,
+    key: &bijou_frame::signing::ed25519_dalek::SigningKey,
+    commits: &[crate::sync::plan::Planned],
+) -> Result<
+    (
+        (Pushes, Option<(u64, Duration)>),
+        Vec<(Role, Figures)>,
+        ServerFigures,
+    ),
+    Failure,
+> {
+    let job = |role, count| Job {
+        role,
+        count,
+        first: args.connections + 1,
+        concurrency: args.concurrency,
+        blob_size: args.blob_size,
+        trickle_every: args.trickle_every,
+        source_base,
+    };
+    let mut flooders = if args.flooders > 0 {
+        let mut w = Worker::spawn(&args.server, &job(Role::Flood, args.flooders))?;
+        w.expect("ready").await?;
+        w.send("go").await?;
+        w.expect("flooding").await?;
+        Some(w)
+    } else {
+        None
+    };
+    let mut bad_workers = Vec::new();
+    for (role, count) in [(Role::Stalled, args.stalled), (Role::Trickle, args.trickle)] {
+        if count > 0 {
+            let mut w = Worker::spawn(&args.server, &job(role, count))?;
+            w.expect("ready").await?;
+            bad_workers.push(w);
+        }
+    }
+    let half = commits.len() / 2;
+    let mut pushed = honest::push(conn, key, &commits[..half]).await;
+    vanish(crowd, args.vanish).await?;
+    let second = honest::push(conn, key, &commits[half..]).await;
+    pushed.merge(second);
+    let during = server::read(&args.server_stats)?;
+    let sent = match flooders.as_mut() {
+        Some(w) => {
+            w.send("end").await?;
+            let f = w.expect("flooded").await?;
+            let ms = f.get("ms").copied().unwrap_or(0);
+            Some((
+                f.get("sent").copied().unwrap_or(0),
+                Duration::from_millis(ms),
+            ))
+        }
+        None => None,
+    };
+    let mut bad_seen = Vec::new();
+    for w in &mut bad_workers {
+        w.send("check").await?;
+        bad_seen.push((w.role, w.expect("closed").await?));
+    }
+    Ok(((pushed, sent), bad_seen, during))
+}
+
+/// Asks the crowd workers to drop `count` held connections in all, at
+/// once, spread over the workers by their size.
+async fn vanish(crowd: &mut [Worker], count: u64) -> Result<(), Failure> {
+    if count == 0 {
+        return Ok(());
+    }
+    let total: u64 = crowd.iter().map(|w| w.count).sum::<u64>().max(1);
+    let mut left = count.min(total);
+    let workers = crowd.len();
+    for (i, worker) in crowd.iter_mut().enumerate() {
+        let share = if i + 1 == workers {
+            left
+        } else {
+            (count * worker.count / total).min(left)
+        };
+        left -= share;
+        worker.send(&format!("vanish {share}")).await?;
+    }
+    for worker in crowd.iter_mut() {
+        worker.expect("vanished").await?;
+    }
+    Ok(())
+}
+
+/// Starts the crowd's workers (as many as the file-descriptor limit
+/// asks), each signing its challenges; returns once all are ready.
+async fn start_crowd(args: &Args, source_base: u8) -> Result<Vec<Worker>, Failure> {
+    let per_worker = fd_limit::raise().saturating_sub(fd_limit::SPARE).max(1);
+    let workers = args.connections.div_ceil(per_worker).max(1);
+    let share = args.connections.div_ceil(workers);
+    let mut crowd = Vec::new();
+    let mut first = 0;
+    while first < args.connections {
+        let count = share.min(args.connections - first);
+        let job = Job {
+            role: Role::Crowd,
+            count,
+            first,
+            concurrency: args.concurrency,
+            blob_size: args.blob_size,
+            trickle_every: args.trickle_every,
+            source_base,
+        };
+        crowd.push(Worker::spawn(&args.server, &job)?);
+        first += count;
+    }
+    for worker in &mut crowd {
+        worker.expect("ready").await?;
+    }
+    Ok(crowd)
+}
+
+/// Each worker's `event` line, summed.
+async fn collect(workers: &mut [Worker], event: &str) -> Result<Figures, Failure> {
+    let mut sum = Figures::new();
+    for worker in workers {
+        for (name, value) in worker.expect(event).await? {
+            *sum.entry(name).or_default() += value;
+        }
+    }
+    Ok(sum)
+}
+
+/// The target and the audience of the handshakes.
+fn address(server: &ServerArgs) -> Result<(Target, Audience), Failure> {
+    let target = Target::parse(&server.connect, server.transport, server.prefix)?;
+    if !matches!(target.transport(), TransportArg::Ws | TransportArg::Tcp) {
+        return Err(Failure::input(format!(
+            "bijou load holds WebSocket (ws://) and framed TCP (tcp://) connections; {target} is neither"
+        )));
+    }
+    let audience = match (&server.server_id, &server.service_name) {
+        (Some(id), _) => Audience::Known(*id),
+        (None, Some(name)) => Audience::discover(name.as_bytes()),
+        (None, None) => Audience::discover(target.authority().as_bytes()),
+    };
+    Ok((target, audience))
+}
+
+/// `bijou load-worker`: one worker process.
+pub async fn run_worker(args: &WorkerArgs) -> Result<(), Failure> {
+    let result = worker(args).await;
+    if let Err(e) = &result {
+        super::workers::emit_error(&e.to_string());
+    }
+    result
+}
+
+async fn worker(args: &WorkerArgs) -> Result<(), Failure> {
+    let (target, audience) = address(&args.server)?;
+    let limit = fd_limit::raise();
+    if args.count + fd_limit::SPARE > limit {
+        return Err(Failure::input(fd_limit::shortage(
+            &format!("a worker of {} connections", args.count),
+            args.count,
+            limit,
+        )));
+    }
+    match args.role {
+        Role::Crowd => crowd::run(args, target, audience).await,
+        Role::Flood => flood::run(args, target, audience).await,
+        Role::Stalled => bad::stalled(args, target).await,
+        Role::Trickle => bad::trickle(args, target, audience).await,
+    }
+}

@@ -1,0 +1,243 @@
+//! A crowd worker: idle authenticated connections, opened as fast as the
+//! server takes them, held until the parent says `end`.
+//!
+//! Every connection has its own key. Its challenge is signed before the
+//! clock starts, and the server's response is checked (`verify_strict`,
+//! the challenge digest, the server's key) once every connection is
+//! open: the rate measured is the server's, not this generator's
+//! signing. A response that does not check fails its connection all the
+//! same.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+use bijou_frame::net::handshake::ConnectConfig;
+use bijou_frame::net::Connection;
+use bijou_frame::proto::handshake::{Initiator, HANDSHAKE_MAX_MESSAGE_LENGTH};
+use bijou_frame::proto::message::{Audience, SedimentreeId};
+use bijou_frame::proto::session::{Operation, Outcome};
+use bijou_frame::proto::time::Clock;
+use bijou_frame::signing::ed25519_dalek::SigningKey;
+use bijou_frame::signing::Identity as _;
+use bytes::Bytes;
+use futures::{SinkExt as _, StreamExt as _};
+use rand::{Rng as _, RngCore as _};
+
+use super::args::WorkerArgs;
+use super::tally::Tally;
+use super::workers::{emit, Commands};
+use crate::exit::Failure;
+use crate::target::{Carrier, Target, CONNECT_TIMEOUT};
+
+/// Connections per loopback source address: its ephemeral ports number
+/// about 28,000, and a closed connection keeps its port in TIME_WAIT for
+/// a minute.
+const PER_SOURCE: u64 = 5_000;
+
+/// How long a held connection may take to answer the parent's check.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The loopback address connection `index` of a run connects from:
+/// `127.BASE.0.1` for the first [`PER_SOURCE`], then `127.BASE.0.2`, up
+/// to `127.BASE.0.250`, then `127.BASE.1.1`... Each run picks its own
+/// `base` (1-254), so the ports a previous run left in TIME_WAIT are not
+/// in its way.
+pub fn source(base: u8, index: u64) -> IpAddr {
+    let n = index / PER_SOURCE;
+    let lo = 1 + (n % 250) as u8;
+    let hi = u8::try_from(n / 250).unwrap_or(u8::MAX);
+    IpAddr::V4(Ipv4Addr::new(127, base, hi, lo))
+}
+
+/// One held connection and its key (the key signs what the session asks).
+pub struct Held {
+    pub conn: Connection<Carrier>,
+    pub key: SigningKey,
+}
+
+/// A connection whose challenge is signed and not sent yet.
+pub struct Signed {
+    key: SigningKey,
+    initiator: Initiator,
+}
+
+/// A connection that sent its challenge and read the reply, not checked
+/// yet.
+pub struct Answered {
+    key: SigningKey,
+    initiator: Initiator,
+    carrier: Carrier,
+    reply: Bytes,
+}
+
+/// `count` keys, each with its challenge to `audience` signed now.
+pub fn sign_challenges(count: u64, audience: Audience) -> Result<Vec<Signed>, Failure> {
+    let mut rng = rand::rng();
+    let now = Clock::system().now();
+    (0..count)
+        .map(|_| {
+            let mut seed = [0u8; 32];
+            rng.fill_bytes(&mut seed);
+            let key = SigningKey::from_bytes(&seed);
+            let initiator = Initiator::new(&key, audience, now, rng.random())
+                .map_err(|e| Failure::input(format!("cannot sign a challenge: {e}")))?;
+            Ok(Signed { key, initiator })
+        })
+        .collect()
+}
+
+/// Connects, upgrades, sends the signed challenge and reads the reply;
+/// the error is a short reason (`connect`, `closed`, ...).
+pub async fn open(target: &Target, from: IpAddr, signed: Signed) -> Result<Answered, &'static str> {
+    let mut carrier = target
+        .carrier_from(Some(from))
+        .await
+        .map_err(|_| "connect")?;
+    carrier.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
+    let exchange = async {
+        carrier
+            .send(signed.initiator.challenge().clone())
+            .await
+            .map_err(|_| "send")?;
+        match carrier.next().await {
+            Some(Ok(reply)) => Ok(reply),
+            Some(Err(_)) => Err("read"),
+            None => Err("closed"),
+        }
+    };
+    let reply = tokio::time::timeout(CONNECT_TIMEOUT, exchange)
+        .await
+        .map_err(|_| "timeout")??;
+    Ok(Answered {
+        key: signed.key,
+        initiator: signed.initiator,
+        carrier,
+        reply,
+    })
+}
+
+/// Checks the server's response: an established connection, or why not.
+pub fn check(answered: Answered) -> Result<Held, &'static str> {
+    let Answered {
+        key,
+        initiator,
+        mut carrier,
+        reply,
+    } = answered;
+    let authenticated = initiator.receive(reply).map_err(|e| match e {
+        bijou_frame::proto::handshake::HandshakeError::Rejected { .. } => "refused",
+        _ => "bad_response",
+    })?;
+    carrier.set_max_message_length(ConnectConfig::default().max_message_length);
+    let conn = Connection::established(carrier, key.peer_id(), authenticated);
+    Ok(Held { conn, key })
+}
+
+/// Opens `signed`'s connections, `concurrency` at a time, from the
+/// source addresses of indices `first..`; the held ones, and what failed.
+pub async fn open_all(
+    target: &Target,
+    signed: Vec<Signed>,
+    (base, first): (u8, u64),
+    concurrency: usize,
+) -> (Vec<Held>, Tally, Duration) {
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let answered: Vec<Answered> = futures::stream::iter(signed.into_iter().zip(first..))
+        .map(|(signed, index)| open(target, source(base, index), signed))
+        .buffer_unordered(concurrency)
+        .filter_map(|r| std::future::ready(tally.keep(r)))
+        .collect()
+        .await;
+    let elapsed = started.elapsed();
+    let held: Vec<Held> = answered
+        .into_iter()
+        .filter_map(|a| tally.keep(check(a)))
+        .collect();
+    // Each held connection was counted when its reply came and again
+    // when it checked: count it once.
+    tally.ok = held.len() as u64;
+    (held, tally, elapsed)
+}
+
+/// Asks every held connection for an answer (a fetch of a tree nobody
+/// has), `concurrency` at a time: how many answered.
+pub async fn check_alive(held: &mut [Held], concurrency: usize) -> Tally {
+    let mut tally = Tally::default();
+    let results: Vec<Result<(), &'static str>> = futures::stream::iter(held.iter_mut())
+        .map(|h| async move {
+            let tree = SedimentreeId::new(rand::random());
+            match h
+                .conn
+                .run(&h.key, Operation::Fetch(tree), CHECK_TIMEOUT)
+                .await
+            {
+                Ok(Outcome::Fetched(_)) => Ok(()),
+                Ok(_) => Err("other_answer"),
+                Err(e) if e.kind() == bijou_frame::net::ErrorKind::TimedOut => Err("no_answer"),
+                Err(_) => Err("closed"),
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    for r in results {
+        tally.keep(r);
+    }
+    tally
+}
+
+/// `bijou load-worker --role crowd`: signs, waits for `go`, opens and
+/// checks its connections, then answers `check` and `vanish N` until
+/// `end`.
+pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Result<(), Failure> {
+    let signed = sign_challenges(args.count, audience)?;
+    emit("ready", &[("count", args.count)]);
+    let mut commands = Commands::new();
+    if commands.next().await.as_deref() != Some("go") {
+        return Ok(());
+    }
+    let concurrency = usize::try_from(args.concurrency).unwrap_or(1).max(1);
+    let (mut held, tally, elapsed) =
+        open_all(&target, signed, (args.source_base, args.first), concurrency).await;
+    let mut figures = tally.figures();
+    figures.push(("ms".to_owned(), elapsed.as_millis() as u64));
+    emit_owned("connected", &figures);
+    while let Some(command) = commands.next().await {
+        let mut words = command.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("check"), _) => {
+                let tally = check_alive(&mut held, concurrency).await;
+                emit_owned("alive", &tally.figures());
+            }
+            (Some("vanish"), Some(n)) => {
+                let n = n.parse::<usize>().unwrap_or(0).min(held.len());
+                // Dropped at once: each socket closes.
+                held.truncate(held.len() - n);
+                emit("vanished", &[("count", n as u64)]);
+            }
+            _ => break,
+        }
+    }
+    Ok(())
+}
+
+/// [`emit`] for figures with owned names.
+pub fn emit_owned(event: &str, figures: &[(String, u64)]) {
+    let pairs: Vec<(&str, u64)> = figures.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+    emit(event, &pairs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_change_every_5000_connections() {
+        let ip = |a, b, c| IpAddr::V4(Ipv4Addr::new(127, a, b, c));
+        assert_eq!(source(9, 0), ip(9, 0, 1));
+        assert_eq!(source(9, 4_999), ip(9, 0, 1));
+        assert_eq!(source(9, 5_000), ip(9, 0, 2));
+        assert_eq!(source(9, 250 * 5_000), ip(9, 1, 1));
+    }
+}

@@ -1,0 +1,183 @@
+//! The worker processes `bijou load` starts (`bijou load-worker`), and the
+//! line protocol between them: the parent writes one command a line on a
+//! worker's standard input, the worker answers one event a line on its
+//! standard output.
+//!
+//! ```text
+//! parent -> worker   go | check | vanish N | end (or end of input)
+//! worker -> parent   ready count=10000
+//!                    connected ok=10000 failed=0 ms=812 [failed_REASON=N ...]
+//!                    authenticated ok=10000 failed=0
+//!                    alive ok=10000 failed=0
+//!                    vanished count=500
+//!                    error TEXT
+//! ```
+//!
+//! A process may open only so many file descriptors (`RLIMIT_NOFILE`), so
+//! a crowd larger than that is spread over several workers; each is a
+//! process of its own, killed if the parent goes away.
+
+use std::io::Write as _;
+use std::process::Stdio;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::args::{Role, ServerArgs};
+use crate::exit::Failure;
+use crate::stats_file::{parse, Figures};
+
+/// Writes one event line to standard output, at once.
+pub fn emit(event: &str, figures: &[(&str, u64)]) {
+    let mut line = event.to_owned();
+    for (name, value) in figures {
+        line.push_str(&format!(" {name}={value}"));
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Writes an `error` line: the worker failed, and why.
+pub fn emit_error(why: &str) {
+    emit(&format!("error {}", why.replace('\n', " ")), &[]);
+}
+
+/// A running worker process.
+pub struct Worker {
+    pub role: Role,
+    pub count: u64,
+    _child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+/// What a worker is asked to do, beside the server's address.
+pub struct Job {
+    pub role: Role,
+    pub count: u64,
+    pub first: u64,
+    pub concurrency: u64,
+    pub blob_size: usize,
+    pub trickle_every: u64,
+    /// The run's source addresses are 127.BASE.x.y.
+    pub source_base: u8,
+}
+
+impl Worker {
+    /// Starts `bijou load-worker` for `job` on `server`.
+    pub fn spawn(server: &ServerArgs, job: &Job) -> Result<Self, Failure> {
+        let exe = std::env::current_exe().map_err(|e| {
+            Failure::input(format!(
+                "cannot find the bijou binary to start a worker: {e}"
+            ))
+        })?;
+        let mut command = Command::new(exe);
+        command.arg("load-worker");
+        command.args(["--connect", &server.connect]);
+        command.args(["--transport", transport_name(server)]);
+        command.args(["--prefix", server.prefix.name()]);
+        if let Some(id) = server.server_id {
+            command.args(["--server-id", &id.to_string()]);
+        }
+        if let Some(name) = &server.service_name {
+            command.args(["--service-name", name]);
+        }
+        let role = match job.role {
+            Role::Crowd => "crowd",
+            Role::Flood => "flood",
+            Role::Stalled => "stalled",
+            Role::Trickle => "trickle",
+        };
+        command.args(["--role", role]);
+        command.args(["--count", &job.count.to_string()]);
+        command.args(["--first", &job.first.to_string()]);
+        command.args(["--concurrency", &job.concurrency.to_string()]);
+        command.args(["--blob-size", &job.blob_size.to_string()]);
+        command.args(["--trickle-every", &job.trickle_every.to_string()]);
+        command.args(["--source-base", &job.source_base.to_string()]);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| Failure::input(format!("cannot start a load worker: {e}")))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(Failure::input("a load worker has no pipes"));
+        };
+        Ok(Self {
+            role: job.role,
+            count: job.count,
+            _child: child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+        })
+    }
+
+    /// Sends one command line.
+    pub async fn send(&mut self, command: &str) -> Result<(), Failure> {
+        let line = format!("{command}\n");
+        self.stdin
+            .write_all(line.as_bytes())
+            .await
+            .map_err(|e| self.gone(&format!("cannot be told {command:?}: {e}")))
+    }
+
+    /// Reads lines until the event `event`; its figures. An `error` line,
+    /// an unreadable line, or the end of the worker's output fails.
+    pub async fn expect(&mut self, event: &str) -> Result<Figures, Failure> {
+        loop {
+            let line = match self.lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return Err(self.gone(&format!("ended before {event:?}"))),
+                Err(e) => return Err(self.gone(&format!("cannot be read: {e}"))),
+            };
+            let (name, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+            if name == "error" {
+                return Err(self.gone(rest));
+            }
+            if name != event {
+                continue;
+            }
+            return parse(rest).map_err(|bad| self.gone(&format!("said {bad:?} in {line:?}")));
+        }
+    }
+
+    fn gone(&self, why: &str) -> Failure {
+        Failure::network(format!(
+            "a {:?} load worker ({} connections) {why}",
+            self.role, self.count
+        ))
+    }
+}
+
+/// The `--transport` value a worker gets (a URL's scheme overrides it).
+fn transport_name(server: &ServerArgs) -> &'static str {
+    match server.transport {
+        crate::target::TransportArg::Tcp => "tcp",
+        crate::target::TransportArg::Longpoll => "longpoll",
+        crate::target::TransportArg::Iroh => "iroh",
+        crate::target::TransportArg::Ws => "ws",
+    }
+}
+
+/// Reads the commands of the parent on standard input, one a line.
+pub struct Commands {
+    lines: Lines<BufReader<tokio::io::Stdin>>,
+}
+
+impl Commands {
+    pub fn new() -> Self {
+        Self {
+            lines: BufReader::new(tokio::io::stdin()).lines(),
+        }
+    }
+
+    /// The next command, `None` at the end of input (the parent is gone:
+    /// end too).
+    pub async fn next(&mut self) -> Option<String> {
+        self.lines.next_line().await.ok().flatten()
+    }
+}
