@@ -296,6 +296,7 @@ fn every_subcommand_has_its_own_help_with_an_example() {
         (&["serve"][..], "keeps nothing across restarts"),
         (&["sync"][..], "Push signed commits"),
         (&["echo"][..], "Echo signed commits"),
+        (&["load"][..], "Hold a crowd of authenticated connections"),
     ] {
         let mut args = sub.to_vec();
         args.push("--help");
@@ -798,4 +799,82 @@ fn a_peer_id_used_as_a_key_file_is_warned_about() {
         &err,
         &format!("its peer id {other} is not its seed's ({id})"),
     );
+}
+
+/// `bijou load` against `bijou serve` over framed TCP, small: every
+/// connection held and answered at the end, every acknowledged push
+/// fetched back, the stalled connections ended by the server's handshake
+/// timeout and counted by it, the vanished ones not asked; the server's
+/// figures file read (heap per connection, refusals by reason).
+#[test]
+fn load_holds_a_crowd_and_counts_every_bound() {
+    let dir = scratch("load");
+    let stats = dir.join("server.stats");
+    let stats = stats.to_str().expect("utf-8 path");
+    let (child, first) = server(
+        &dir,
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--transport",
+            "tcp",
+            "--max-connections",
+            "400",
+            "--idle-timeout",
+            "120",
+            "--stats",
+            stats,
+            "--quiet",
+        ],
+    );
+    let _server = Killed(child);
+    // "sync server S <id> listening on TCP 127.0.0.1:PORT (bijou64 prefix); ..."
+    let addr = first
+        .split_whitespace()
+        .find(|word| word.starts_with("127.0.0.1:"))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(addr.len() > "127.0.0.1:".len(), "{first}");
+    for _ in 0..50 {
+        if std::fs::metadata(stats).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (code, out, err) = run(&bijou(
+        &dir,
+        &[
+            "load",
+            "--connect",
+            &format!("tcp://{addr}"),
+            "--connections",
+            "300",
+            "--flooders",
+            "2",
+            "--pushes",
+            "20",
+            "--stalled",
+            "3",
+            "--vanish",
+            "30",
+            "--server-stats",
+            stats,
+        ],
+    ));
+    assert_eq!(code, 0, "{out}{err}");
+    for says in [
+        "300 connections to TCP",
+        "300 authenticated, 0 failed",
+        "honest peer alone: 20 pushes acknowledged",
+        "honest peer beside 2 flooder(s): 20 pushes acknowledged",
+        "30 held connections disconnected at once halfway",
+        "3 stalled connections (connected, never sent a challenge): 3 closed by the server",
+        "fetched back: 40 of 40 acknowledged commits",
+        "still authenticated at the end: 270 of 270 answered",
+        "refused or dropped before their session (handshake_timeout 3)",
+        "B per connection above",
+    ] {
+        assert!(out.contains(says), "{says:?} in {out}");
+    }
 }

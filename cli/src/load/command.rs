@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use bijou_frame::net::handshake::DEFAULT_HANDSHAKE_TIMEOUT;
 use bijou_frame::proto::message::{Audience, SedimentreeId};
 
 use super::args::{Args, Role, ServerArgs, WorkerArgs};
@@ -21,6 +22,10 @@ use crate::target::{Target, TransportArg};
 /// figures file is rewritten every second).
 const SETTLE: Duration = Duration::from_millis(2500);
 
+/// How long stalled connections are given before they are counted: the
+/// server's handshake timeout (its default), and two seconds.
+const STALLED_GRACE: Duration = DEFAULT_HANDSHAKE_TIMEOUT.saturating_add(Duration::from_secs(2));
+
 /// `bijou load`.
 pub async fn run(args: &Args) -> Result<(), Failure> {
     let (target, audience) = address(&args.server)?;
@@ -37,15 +42,14 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         worker.send("go").await?;
     }
     let connected = collect(&mut crowd, "connected").await?;
+    let elapsed = started.elapsed();
+    let server_cpu = server::read(&args.server_stats)?.cpu_ticks;
     report.crowd = Crowd {
         workers: crowd.len(),
         connected,
-        elapsed: started.elapsed(),
-        server_cpu: Duration::from_millis(
-            10 * server::read(&args.server_stats)?
-                .cpu_ticks
-                .saturating_sub(cpu_before),
-        ),
+        elapsed,
+        server_cpu: Duration::from_millis(10 * server_cpu.saturating_sub(cpu_before)),
+        authenticated: collect(&mut crowd, "authenticated").await?,
         ..Crowd::default()
     };
     tokio::time::sleep(SETTLE).await;
@@ -140,6 +144,7 @@ async fn flood_phase(
         None
     };
     let mut bad_workers = Vec::new();
+    let bad_since = tokio::time::Instant::now();
     for (role, count) in [(Role::Stalled, args.stalled), (Role::Trickle, args.trickle)] {
         if count > 0 {
             let mut w = Worker::spawn(&args.server, &job(role, count))?;
@@ -152,6 +157,11 @@ async fn flood_phase(
     vanish(crowd, args.vanish).await?;
     let second = honest::push(conn, key, &commits[half..]).await;
     pushed.merge(second);
+    if args.stalled > 0 {
+        // Long enough for the server's handshake timeout to end every
+        // stalled connection (the flood goes on meanwhile).
+        tokio::time::sleep_until(bad_since + STALLED_GRACE).await;
+    }
     let during = server::read(&args.server_stats)?;
     let sent = match flooders.as_mut() {
         Some(w) => {

@@ -134,13 +134,14 @@ pub fn check(answered: Answered) -> Result<Held, &'static str> {
 }
 
 /// Opens `signed`'s connections, `concurrency` at a time, from the
-/// source addresses of indices `first..`; the held ones, and what failed.
+/// source addresses of indices `first..`: those answered, what failed,
+/// and how long it took.
 pub async fn open_all(
     target: &Target,
     signed: Vec<Signed>,
     (base, first): (u8, u64),
     concurrency: usize,
-) -> (Vec<Held>, Tally, Duration) {
+) -> (Vec<Answered>, Tally, Duration) {
     let started = Instant::now();
     let mut tally = Tally::default();
     let answered: Vec<Answered> = futures::stream::iter(signed.into_iter().zip(first..))
@@ -149,15 +150,18 @@ pub async fn open_all(
         .filter_map(|r| std::future::ready(tally.keep(r)))
         .collect()
         .await;
-    let elapsed = started.elapsed();
-    let held: Vec<Held> = answered
+    (answered, tally, started.elapsed())
+}
+
+/// Checks every answer ([`check`]): the held connections, and what
+/// failed.
+pub fn check_all(answered: Vec<Answered>) -> (Vec<Held>, Tally) {
+    let mut tally = Tally::default();
+    let held = answered
         .into_iter()
         .filter_map(|a| tally.keep(check(a)))
         .collect();
-    // Each held connection was counted when its reply came and again
-    // when it checked: count it once.
-    tally.ok = held.len() as u64;
-    (held, tally, elapsed)
+    (held, tally)
 }
 
 /// Asks every held connection for an answer (a fetch of a tree nobody
@@ -198,11 +202,13 @@ pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Resul
         return Ok(());
     }
     let concurrency = usize::try_from(args.concurrency).unwrap_or(1).max(1);
-    let (mut held, tally, elapsed) =
+    let (answered, tally, elapsed) =
         open_all(&target, signed, (args.source_base, args.first), concurrency).await;
     let mut figures = tally.figures();
     figures.push(("ms".to_owned(), elapsed.as_millis() as u64));
     emit_owned("connected", &figures);
+    let (mut held, tally) = check_all(answered);
+    emit_owned("authenticated", &tally.figures());
     while let Some(command) = commands.next().await {
         let mut words = command.split_whitespace();
         match (words.next(), words.next()) {

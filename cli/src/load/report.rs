@@ -17,6 +17,9 @@ pub struct Crowd {
     pub connected: Figures,
     /// From the first `go` to the last worker's `connected`.
     pub elapsed: Duration,
+    /// `authenticated`: the replies that checked (ok, failed,
+    /// failed_REASON).
+    pub authenticated: Figures,
     /// `alive`: ok, failed, failed_REASON.
     pub alive: Figures,
     /// CPU time the server used meanwhile (10 ms ticks).
@@ -117,6 +120,12 @@ impl Report {
             get(&self.crowd.connected, "failed"),
             reasons(&self.crowd.connected),
         );
+        println!(
+            "  server responses checked afterwards (verify_strict, challenge digest, server key): {} authenticated, {} failed{}",
+            get(&self.crowd.authenticated, "ok"),
+            get(&self.crowd.authenticated, "failed"),
+            reasons(&self.crowd.authenticated),
+        );
         if self.before.processes > 0 {
             println!(
                 "  server CPU meanwhile: {:.2} s of {secs:.2} s on {cores} core(s) ({:.0}% busy)",
@@ -160,8 +169,16 @@ impl Report {
             }
         }
         for (role, closed) in &self.bad {
+            let what = match role {
+                Role::Stalled => "stalled connections (connected, never sent a challenge)",
+                _ => {
+                    "trickling connections (authenticated, then a byte of a message now and then; \
+                      the server ends them at its idle timeout)"
+                }
+            };
             println!(
-                "  {role:?} connections: {} closed by the server (the last after {:.1} s), {} still open",
+                "  {} {what}: {} closed by the server (the last after {:.1} s), {} still open",
+                get(closed, "count") + get(closed, "open"),
                 get(closed, "count"),
                 get(closed, "ms_max") as f64 / 1e3,
                 get(closed, "open"),
@@ -207,7 +224,7 @@ impl Report {
         }
         let heap = self.held.get("heap");
         let grown = heap.saturating_sub(self.before.get("heap"));
-        let held = get(&self.crowd.connected, "ok").max(1);
+        let held = get(&self.crowd.authenticated, "ok").max(1);
         println!(
             "  server ({} process(es)) holding them: heap {} ({} B per connection above the {} before), RSS {}",
             self.held.processes,
@@ -232,10 +249,17 @@ impl Report {
             .flatten()
             .all(|p| p.tally.failures() == 0);
         let fetched_ok = matches!(self.fetched, Some(Ok((_, 0))));
+        // A stalled connection outlives the server's handshake timeout.
+        let stalled_ok = self
+            .bad
+            .iter()
+            .all(|(role, closed)| *role != Role::Stalled || get(closed, "open") == 0);
         get(&self.crowd.connected, "failed") == 0
+            && get(&self.crowd.authenticated, "failed") == 0
             && get(&self.crowd.alive, "ok") == expected
             && pushes_ok
             && fetched_ok
+            && stalled_ok
     }
 }
 
