@@ -249,11 +249,14 @@ impl Clock {
         Self(Arc::new(provider))
     }
 
-    /// The system clock ([`SystemClock`]).
+    /// The system clock ([`SystemClock`]): one shared clock, so a
+    /// connection that keeps it allocates nothing for it (a server of
+    /// 100,000 connections kept 16 bytes each, one `Arc` apiece).
     #[cfg(feature = "std")]
     #[must_use]
     pub fn system() -> Self {
-        Self::new(SystemClock)
+        static SYSTEM: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
+        SYSTEM.get_or_init(|| Self::new(SystemClock)).clone()
     }
 
     /// Wall time always `unix_secs`; monotonic time from the system.
