@@ -63,7 +63,11 @@ pub const YIELD_AFTER: Duration = Duration::from_micros(500);
 /// driver) once one more step as long as the last would take it past
 /// [`YIELD_AFTER`]: steps are sized by time, not only by count. No poll
 /// runs past that by more than a step's misprediction, apart from the
-/// poll that decodes a large message.
+/// poll that decodes a large message. The time counts from when the
+/// receive loop last waited, not from each poll: a caller that takes
+/// message after message from a full buffer (a server's loop over a
+/// flood) yields after [`YIELD_AFTER`] all the same, before verifying the
+/// next one.
 ///
 /// **Nothing is lost on cancellation.** A message being verified, and a
 /// verified one not yet handed out, live in the session, not in a future:
