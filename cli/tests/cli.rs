@@ -878,3 +878,17 @@ fn load_holds_a_crowd_and_counts_every_bound() {
         assert!(out.contains(says), "{says:?} in {out}");
     }
 }
+
+/// A crowd larger than the file-descriptor limit is refused at start,
+/// with how many descriptors it needs and what to do.
+#[test]
+fn serve_says_how_many_descriptors_a_crowd_needs() {
+    let dir = scratch("fdlimit");
+    let (code, _, err) = run(&bijou(
+        &dir,
+        &["serve", "--listen", "127.0.0.1:0", "--max-connections", "100000000"],
+    ));
+    assert_eq!(code, 2, "{err}");
+    one_error_line(&err, "--max-connections 100000000 needs about 100000064 file descriptors");
+    assert!(err.contains("--reuse-port"), "{err}");
+}

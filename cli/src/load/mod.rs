@@ -36,7 +36,7 @@
 //!    answer (a fetch of a tree nobody has).
 //!
 //! Workers talk to the parent over their standard streams
-//! ([`workers`](self::workers) has the protocol).
+//! ([`workers`] has the protocol).
 
 mod args;
 mod bad;
