@@ -886,9 +886,18 @@ fn serve_says_how_many_descriptors_a_crowd_needs() {
     let dir = scratch("fdlimit");
     let (code, _, err) = run(&bijou(
         &dir,
-        &["serve", "--listen", "127.0.0.1:0", "--max-connections", "100000000"],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-connections",
+            "100000000",
+        ],
     ));
     assert_eq!(code, 2, "{err}");
-    one_error_line(&err, "--max-connections 100000000 needs about 100000064 file descriptors");
+    one_error_line(
+        &err,
+        "--max-connections 100000000 needs about 100000064 file descriptors",
+    );
     assert!(err.contains("--reuse-port"), "{err}");
 }
