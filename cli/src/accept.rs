@@ -92,9 +92,6 @@ pub async fn serve_each<Conn, Accepting, Serving>(
         // keep `served` twice (once captured, once being awaited), and
         // each idle connection's task would be twice the size.
         let served = futures::FutureExt::map(serve(conn), move |()| drop(slot));
-        if std::env::var_os("BIJOU_FUTSIZE").is_some() {
-            eprintln!("future {}", std::mem::size_of_val(&served));
-        }
         tokio::spawn(served);
     }
 }

@@ -24,7 +24,7 @@ pub fn shortage(what: &str, connections: u64, limit: u64) -> String {
         "{what} needs about {} file descriptors and this process may open {limit} \
          (RLIMIT_NOFILE, raised to its hard limit): raise the hard limit (`ulimit -Hn`, \
          as root), or ask for at most {}",
-        connections + SPARE,
+        connections.saturating_add(SPARE),
         limit.saturating_sub(SPARE)
     )
 }

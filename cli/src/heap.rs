@@ -2,9 +2,11 @@
 //! server can report what its connections cost (`bijou serve --stats`)
 //! with every library and runtime allocation included.
 //!
-//! The counter is `cap`'s allocator wrapper (two relaxed atomics per
-//! allocation, no limit set): every target forbids `unsafe_code`, so none
-//! implements `GlobalAlloc` itself.
+//! The counter is `cap`'s allocator wrapper with its `stats` feature (a
+//! few atomic operations per allocation: the count, the total, the peak;
+//! no limit set), for every subcommand: every target forbids
+//! `unsafe_code`, so none implements `GlobalAlloc` itself. Figures that
+//! compare two runs of `bijou` carry it on both sides.
 
 use std::alloc::System;
 

@@ -4,7 +4,9 @@
 //! length-prefixed TCP, keeps every tree in one in-memory store shared by
 //! all connections, and forgets everything when it stops. Bounds: at most
 //! 256 connections at a time by default (`--max-connections`; more wait in
-//! the kernel's backlog of 4,096), 120 s idle per connection
+//! the kernel's backlog of 4,096, or `somaxconn` if lower), 120 s idle per
+//! connection (and a reply the peer does not read is dropped after as
+//! long)
 //! (`--idle-timeout`; a connection that sends a byte at a time is ended
 //! then too, since only a whole message counts), 10 s for the WebSocket
 //! upgrade and 10 s for the handshake, 1024 trees, 65,535 commits per tree
@@ -93,16 +95,18 @@ pub struct Args {
     /// Connections served at once; more wait in the kernel's backlog. The
     /// process raises its file-descriptor limit to fit them, or says how
     /// many it needs.
-    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub max_connections: u64,
     /// Seconds a connection may go without a whole message before it is
     /// closed.
     #[arg(long, value_name = "SECS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout: u64,
     /// Share the port with other `bijou serve --reuse-port` processes
-    /// (SO_REUSEPORT: the kernel spreads new connections over them; each
-    /// keeps its own store). For crowds larger than one process's
-    /// file-descriptor limit.
+    /// (SO_REUSEPORT: the kernel spreads new connections over them). For
+    /// measuring crowds larger than one process's file-descriptor limit,
+    /// not for serving: each process keeps its own store and its own
+    /// replay cache (a challenge replayed to another of them within the
+    /// clock drift is accepted there), and, without --key, its own key.
     #[arg(long)]
     pub reuse_port: bool,
     /// Write the server's figures to FILE every second: its pid, heap
@@ -506,12 +510,25 @@ impl SyncServer {
                 let Some(sending) = sending else {
                     continue;
                 };
-                if let Err(e) = sending.await {
-                    report.first_problem = Some(format!("send failed: {e}"));
-                    break;
+                // A peer that asks and stops reading holds its answer
+                // here: no longer than it may idle.
+                match tokio::time::timeout(idle, sending).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        report.first_problem = Some(format!("send failed: {e}"));
+                        break;
+                    }
+                    Err(_) => {
+                        self.idle_closed.fetch_add(1, Ordering::Relaxed);
+                        report.first_problem = Some(format!(
+                            "a reply waited {idle:?} for the peer to read, closed"
+                        ));
+                        return report;
+                    }
                 }
             }
-            let _ = Box::pin(conn.close()).await;
+            // Bounded too: a peer that reads nothing cannot hold the close.
+            let _ = tokio::time::timeout(idle, Box::pin(conn.close())).await;
             report
         }
     }
@@ -748,15 +765,17 @@ async fn serve_iroh(args: &Args, key: SigningKey) -> Result<(), Failure> {
         .service_name
         .clone()
         .unwrap_or_else(|| args.listen.to_string());
-    let server = Arc::new(SyncServer::new(key, name, Fault::None));
+    let server = Arc::new(SyncServer::new(key, name, Fault::None).with_limits(limits(args)?));
     let id = server.key.peer_id();
     say!(
         "sync server S {id} listening on iroh {addr}; service name {:?}; in memory only, nothing is kept after it stops; Ctrl-C to stop",
         server.service_name
     );
     say!("  connect with: bijou sync --connect {addr} --server-id {id}");
+    let figures = write_figures(Arc::clone(&server), args.stats.clone());
     tokio::select! {
-        () = Arc::clone(&server).serve_iroh(endpoint.clone(), true) => {}
+        () = Arc::clone(&server).serve_iroh(endpoint.clone(), !args.quiet) => {}
+        () = figures => {}
         _ = tokio::signal::ctrl_c() => say!("interrupted: stopping (the store is dropped)"),
     }
     endpoint.close().await;
@@ -775,6 +794,11 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         None => crate::keygen::new_key()?,
     };
     if args.transport == TransportArg::Iroh {
+        if args.reuse_port {
+            return Err(Failure::input(
+                "--reuse-port shares a TCP port; iroh listens on UDP: give it with ws or tcp",
+            ));
+        }
         return serve_iroh(args, key).await;
     }
     let limits = limits(args)?;
@@ -818,7 +842,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
 /// limit is raised to fit the connections.
 fn limits(args: &Args) -> Result<Limits, Failure> {
     let limit = crate::fd_limit::raise();
-    if args.max_connections + crate::fd_limit::SPARE > limit {
+    if args.max_connections.saturating_add(crate::fd_limit::SPARE) > limit {
         let what = format!("--max-connections {}", args.max_connections);
         return Err(Failure::input(format!(
             "{}; or run several `bijou serve --reuse-port` on one port",
@@ -918,5 +942,138 @@ mod task_size {
             "accept: {}",
             size_of_future(&accept)
         );
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+    use bijou_frame::framing::prefix::Bijou64;
+    use bijou_frame::net::transport::FramedTransport;
+    use bijou_frame::proto::message::Audience;
+    use std::time::Instant;
+    use tokio::io::AsyncWriteExt;
+
+    /// A peer that authenticates, announces a message and sends it a
+    /// byte at a time (each byte well inside the idle timeout) is ended
+    /// at the idle timeout all the same: only a whole message counts.
+    #[tokio::test]
+    async fn a_message_sent_a_byte_at_a_time_ends_at_the_idle_timeout() {
+        let idle = Duration::from_millis(600);
+        let (client_key, server_key) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+        );
+        let server =
+            SyncServer::new(server_key.clone(), "bounds".into(), Fault::None).with_limits(Limits {
+                max_connections: 4,
+                idle_timeout: idle,
+            });
+        let (a, b) = tokio::io::duplex(4096);
+        let audience = Audience::Known(server_key.peer_id());
+        let config = ConnectConfig::default();
+        let connect = Connection::connect(
+            FramedTransport::new(a, Bijou64),
+            &client_key,
+            audience,
+            &config,
+        );
+        let started = Instant::now();
+        let (client, served) = tokio::join!(
+            async {
+                let conn = connect.await.expect("handshake");
+                let mut raw = conn.into_inner().into_inner();
+                let mut prefix = Vec::new();
+                bijou_frame::codec::bijou64::encode(1000, &mut prefix);
+                raw.write_all(&prefix).await.expect("prefix");
+                let mut sent = 0;
+                // A byte every 100 ms, for up to 3 s.
+                for _ in 0..30 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if raw.write_all(&[0]).await.is_err() {
+                        break;
+                    }
+                    sent += 1;
+                }
+                sent
+            },
+            server.accept_carrier(framed(b, PrefixKind::Bijou64))
+        );
+        let (_, report) = served.expect("authenticated");
+        let took = started.elapsed();
+        assert!(client >= 5, "the peer kept sending: {client} bytes");
+        assert!(
+            took >= idle && took < Duration::from_secs(3),
+            "ended after {took:?}"
+        );
+        let problem = report.first_problem.unwrap_or_default();
+        assert!(problem.contains("idle for"), "{problem}");
+        assert_eq!(server.idle_closed.load(Ordering::Relaxed), 1);
+    }
+
+    /// A peer that asks for a tree and stops reading holds the answer in
+    /// the server's send no longer than the idle timeout (it used to wait
+    /// for ever: a full tree's 48 MiB per such connection).
+    #[tokio::test]
+    async fn an_answer_nobody_reads_is_dropped_at_the_idle_timeout() {
+        use bijou_frame::proto::message::{FingerprintSeed, SedimentreeId};
+        let idle = Duration::from_millis(600);
+        let (client_key, server_key) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+        );
+        let server =
+            SyncServer::new(server_key.clone(), "bounds".into(), Fault::None).with_limits(Limits {
+                max_connections: 4,
+                idle_timeout: idle,
+            });
+        // A 64 KiB pipe, and a 256 KiB tree to answer with.
+        let (a, b) = tokio::io::duplex(64 << 10);
+        let audience = Audience::Known(server_key.peer_id());
+        let config = ConnectConfig::default();
+        let tree = SedimentreeId::new([4; 32]);
+        let client = async {
+            let mut conn = Connection::connect(
+                framed(a, PrefixKind::Bijou64),
+                &client_key,
+                audience,
+                &config,
+            )
+            .await
+            .expect("handshake");
+            let blob = Blob::new(vec![7; 256 << 10]);
+            let commit =
+                SyncMessage::loose_commit(&client_key, tree, CommitId::new([1; 32]), [], blob)
+                    .expect("commit");
+            conn.send(Message::Sync(commit)).await.expect("push");
+            let acked = conn.recv().await.expect("read").expect("an answer");
+            assert!(acked.result.is_ok());
+            let request = BatchSyncRequest::new(
+                tree,
+                client_key.peer_id(),
+                1,
+                false,
+                FingerprintSeed::new(1, 2),
+                [],
+                [],
+            );
+            conn.send(Message::Sync(request.into())).await.expect("ask");
+            // ... and read nothing more, holding the connection open.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            drop(conn);
+        };
+        let started = Instant::now();
+        let served = tokio::select! {
+            served = server.accept_carrier(framed(b, PrefixKind::Bijou64)) => served,
+            () = client => panic!("the server held the answer for 5 s"),
+        };
+        let (_, report) = served.expect("authenticated");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        let problem = report.first_problem.unwrap_or_default();
+        assert!(problem.contains("a reply waited"), "{problem}");
     }
 }

@@ -6,9 +6,9 @@
 //! pid=4242 heap=183500800 heap_peak=190000000 open=100000 handshakes=100004 refused=0
 //! ```
 //!
-//! The file is written beside itself (`FILE.tmp`) and renamed over, so a
-//! reader sees the last whole line or the one before it, never half of
-//! one. Names other than `pid` and `heap` are the server's own; a reader
+//! The file is written beside itself (`FILE.PID.tmp`) and renamed over,
+//! so a reader sees the last whole line or the one before it, never half
+//! of one. Names other than `pid` and `heap` are the server's own; a reader
 //! keeps what it knows.
 
 use std::collections::BTreeMap;
@@ -19,13 +19,26 @@ use std::path::{Path, PathBuf};
 pub type Figures = BTreeMap<String, u64>;
 
 /// Replaces `path` with `figures` on one line.
+///
+/// The line is written to a new file beside it, named for this process
+/// (`FILE.PID.tmp`, created only if nothing is there: a link planted
+/// under that name is removed, never followed), then renamed over `path`.
 pub fn write(path: &Path, figures: &[(&str, u64)]) -> io::Result<()> {
+    use std::io::Write as _;
     let line: Vec<String> = figures
         .iter()
         .map(|(name, value)| format!("{name}={value}"))
         .collect();
     let tmp = sibling_tmp(path);
-    std::fs::write(&tmp, format!("{}\n", line.join(" ")))?;
+    // Whatever a previous run left there (a file, or a link, which this
+    // removes and does not follow).
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    file.write_all(format!("{}\n", line.join(" ")).as_bytes())?;
+    drop(file);
     std::fs::rename(&tmp, path)
 }
 
@@ -59,9 +72,10 @@ pub fn parse(text: &str) -> Result<Figures, String> {
         .collect()
 }
 
+/// `FILE.PID.tmp`: two processes given one path do not share it.
 fn sibling_tmp(path: &Path) -> PathBuf {
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
+    tmp.push(format!(".{}.tmp", std::process::id()));
     PathBuf::from(tmp)
 }
 
@@ -82,6 +96,15 @@ mod tests {
             !sibling_tmp(&path).exists(),
             "the temporary file is renamed"
         );
+        // A link planted where the temporary file goes is removed, and
+        // what it points at is untouched.
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").expect("victim");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&victim, sibling_tmp(&path)).expect("symlink");
+        write(&path, &[("pid", 8)]).expect("write over a planted link");
+        assert_eq!(std::fs::read_to_string(&victim).expect("victim"), "keep");
+        assert_eq!(read(&path).expect("read").get("pid"), Some(&8));
         assert_eq!(parse("pid=1 heap=x"), Err("heap=x".to_owned()));
         assert_eq!(parse("pid"), Err("pid".to_owned()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -185,7 +185,16 @@ impl Target {
                     SocketAddr::V4(_) => TcpSocket::new_v4()?,
                     SocketAddr::V6(_) => TcpSocket::new_v6()?,
                 };
-                socket.bind(SocketAddr::new(source, 0))?;
+                // The source only where it can be one: a loopback target
+                // of the same family (`localhost` may resolve to ::1
+                // first; a remote host needs a routable source).
+                let same_family = source.is_ipv4() == to.is_ipv4();
+                if same_family && to.ip().is_loopback() {
+                    if let Err(e) = socket.bind(SocketAddr::new(source, 0)) {
+                        last = Some(e);
+                        continue;
+                    }
+                }
                 match socket.connect(to).await {
                     Ok(stream) => return Ok(stream),
                     Err(e) => last = Some(e),

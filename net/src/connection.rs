@@ -870,7 +870,9 @@ impl<T: Transport> Connection<T> {
 
     /// The receive loop; see [`Connection`]. Its run is timed from the
     /// first poll after it last returned `Pending` (waiting, or yielding):
-    /// what a poll hands out does not restart the clock.
+    /// what a poll hands out does not restart the clock. A caller that
+    /// waited elsewhere meanwhile (on a send) finds the clock run down and
+    /// yields once more than it needed to: a yield, never a stall.
     fn poll_progress(
         &mut self,
         cx: &mut Context<'_>,

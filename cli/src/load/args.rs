@@ -11,9 +11,10 @@ use crate::target::TransportArg;
 /// what it costs the server and what an honest peer sees meanwhile.
 ///
 /// It opens --connections authenticated connections (each its own key,
-/// spread over loopback source addresses 127.1.0.1, 127.1.0.2, ... so
-/// that no address runs out of ports; in worker processes when one
-/// process may not open that many file descriptors), holds them idle,
+/// spread over loopback source addresses 127.B.0.1, 127.B.0.2, ... with
+/// B picked for the run, 5,000 to an address, so that no address runs out
+/// of ports; in worker processes, as many as the file-descriptor limit
+/// asks), holds them idle,
 /// then runs an honest peer's push-and-acknowledge loop alone and beside
 /// --flooders peers pushing as fast as the server reads, fetches the
 /// honest peer's commits back, and asks every held connection for an
@@ -33,8 +34,10 @@ use crate::target::TransportArg;
 /// processes sharing one port.
 ///
 /// Exit codes: 0 every connection held and answered, every acknowledged
-/// push fetched back; 1 a connection was refused or dropped, or a push
-/// lost; 2 bad arguments; 3 the server cannot be reached.
+/// push fetched back; 1 a connection was refused or dropped, a push lost,
+/// or a stalled connection outlived the server's handshake timeout; 2 bad
+/// arguments; 3 the server cannot be reached, or a worker process failed
+/// (its error is printed).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -50,8 +53,9 @@ pub struct Args {
     /// the honest peer measures again (0: no second measurement).
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub flooders: u64,
-    /// Commits the honest peer pushes, one at a time, in each measurement.
-    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=30000))]
+    /// Commits the honest peer pushes, one at a time, in each measurement
+    /// (all into one tree: `bijou serve` keeps at most 48 MiB of one).
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=10000))]
     pub pushes: u64,
     /// Blob size of the honest peer's and the flooders' commits, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]

@@ -7,8 +7,10 @@
 //! closed and how long the longest one was kept:
 //!
 //! ```text
-//! closed count=N open=M ms_max=T
+//! closed count=N open=M ms_max=T failed=F
 //! ```
+//!
+//! (`failed`: connections that could not be opened, not counted open.)
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -39,27 +41,37 @@ type Closings = Arc<Mutex<Vec<Option<u64>>>>;
 /// `bijou load-worker --role stalled`: opens its connections (TCP, and
 /// the WebSocket upgrade for ws) and never sends a challenge.
 pub async fn stalled(args: &WorkerArgs, target: Target) -> Result<(), Failure> {
-    let closings: Closings = Arc::new(Mutex::new(vec![None; to_usize(args.count)]));
-    let mut opened = 0u64;
+    // One slot for each connection opened (one that could not connect is
+    // counted apart, not as open).
+    let closings: Closings = Arc::new(Mutex::new(Vec::new()));
+    let mut failed = 0u64;
     for i in 0..args.count {
         let Ok(mut carrier) = target
             .carrier_from(Some(source(args.source_base, args.first + i)))
             .await
         else {
+            failed += 1;
             continue;
         };
-        opened += 1;
+        let index = {
+            let mut slots = closings.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.push(None);
+            slots.len() - 1
+        };
         let closings = Arc::clone(&closings);
         let at = Instant::now();
         tokio::spawn(async move {
             // The server says nothing before our challenge: whatever ends
             // this read is the server closing.
             let _ = carrier.next().await;
-            record(&closings, to_usize(i), at);
+            record(&closings, index, at);
         });
     }
-    emit("ready", &[("count", opened)]);
-    answer_checks(&closings).await;
+    emit(
+        "ready",
+        &[("count", args.count - failed), ("failed", failed)],
+    );
+    answer_checks(&closings, failed).await;
     Ok(())
 }
 
@@ -94,7 +106,7 @@ pub async fn trickle(args: &WorkerArgs, target: Target, audience: Audience) -> R
         tokio::spawn(trickle_one(stream, every, closings, to_usize(i)));
     }
     emit("ready", &[("count", args.count)]);
-    answer_checks(&closings).await;
+    answer_checks(&closings, 0).await;
     Ok(())
 }
 
@@ -127,8 +139,9 @@ fn record(closings: &Closings, index: usize, at: Instant) {
     }
 }
 
-/// Answers each `check` with how many were closed, until `end`.
-async fn answer_checks(closings: &Closings) {
+/// Answers each `check` with how many were closed (and how many never
+/// connected: `failed`), until `end`.
+async fn answer_checks(closings: &Closings, failed: u64) {
     let mut commands = Commands::new();
     while let Some(command) = commands.next().await {
         if command != "check" {
@@ -142,6 +155,7 @@ async fn answer_checks(closings: &Closings) {
                 ("count", closed.len() as u64),
                 ("open", (closings.len() - closed.len()) as u64),
                 ("ms_max", closed.iter().copied().max().unwrap_or(0)),
+                ("failed", failed),
             ],
         );
     }

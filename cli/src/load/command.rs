@@ -73,13 +73,14 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     let (alone, beside) = plan.commits.split_at(pushes);
     report.alone = Some(honest::push(&mut conn, &key, alone).await);
 
-    if args.flooders > 0 || args.stalled > 0 || args.trickle > 0 {
-        let (flooded, bad_seen, during) =
+    if args.flooders > 0 || args.stalled > 0 || args.trickle > 0 || args.vanish > 0 {
+        let (flooded, bad_seen, during, vanished) =
             flood_phase(args, source_base, &mut crowd, &mut conn, &key, beside).await?;
         report.beside = Some(flooded.0);
         report.flood_sent = flooded.1;
         report.bad = bad_seen;
         report.during_flood = Some(during);
+        report.vanished = vanished;
     }
     let acked: Vec<_> = [report.alone.as_ref(), report.beside.as_ref()]
         .into_iter()
@@ -122,6 +123,7 @@ async fn flood_phase(
         (Pushes, Option<(u64, Duration)>),
         Vec<(Role, Figures)>,
         ServerFigures,
+        u64,
     ),
     Failure,
 > {
@@ -144,23 +146,27 @@ async fn flood_phase(
         None
     };
     let mut bad_workers = Vec::new();
-    let bad_since = tokio::time::Instant::now();
+    let mut stalled_since = None;
     for (role, count) in [(Role::Stalled, args.stalled), (Role::Trickle, args.trickle)] {
         if count > 0 {
             let mut w = Worker::spawn(&args.server, &job(role, count))?;
             w.expect("ready").await?;
+            if role == Role::Stalled {
+                // Its last connection opened just now.
+                stalled_since = Some(tokio::time::Instant::now());
+            }
             bad_workers.push(w);
         }
     }
     let half = commits.len() / 2;
     let mut pushed = honest::push(conn, key, &commits[..half]).await;
-    vanish(crowd, args.vanish).await?;
+    let vanished = vanish(crowd, args.vanish).await?;
     let second = honest::push(conn, key, &commits[half..]).await;
     pushed.merge(second);
-    if args.stalled > 0 {
+    if let Some(since) = stalled_since {
         // Long enough for the server's handshake timeout to end every
         // stalled connection (the flood goes on meanwhile).
-        tokio::time::sleep_until(bad_since + STALLED_GRACE).await;
+        tokio::time::sleep_until(since + STALLED_GRACE).await;
     }
     let during = server::read(&args.server_stats)?;
     let sent = match flooders.as_mut() {
@@ -180,31 +186,31 @@ async fn flood_phase(
         w.send("check").await?;
         bad_seen.push((w.role, w.expect("closed").await?));
     }
-    Ok(((pushed, sent), bad_seen, during))
+    Ok(((pushed, sent), bad_seen, during, vanished))
 }
 
 /// Asks the crowd workers to drop `count` held connections in all, at
-/// once, spread over the workers by their size.
-async fn vanish(crowd: &mut [Worker], count: u64) -> Result<(), Failure> {
-    if count == 0 {
-        return Ok(());
-    }
-    let total: u64 = crowd.iter().map(|w| w.count).sum::<u64>().max(1);
-    let mut left = count.min(total);
-    let workers = crowd.len();
+/// once (each worker as many as it can, in order); how many were dropped,
+/// as the workers count them.
+async fn vanish(crowd: &mut [Worker], count: u64) -> Result<u64, Failure> {
+    let mut left = count;
+    let mut asked = Vec::new();
     for (i, worker) in crowd.iter_mut().enumerate() {
-        let share = if i + 1 == workers {
-            left
-        } else {
-            (count * worker.count / total).min(left)
-        };
-        left -= share;
-        worker.send(&format!("vanish {share}")).await?;
+        let share = left.min(worker.count);
+        if share > 0 {
+            left -= share;
+            worker.send(&format!("vanish {share}")).await?;
+            asked.push(i);
+        }
     }
-    for worker in crowd.iter_mut() {
-        worker.expect("vanished").await?;
+    let mut vanished = 0;
+    for i in asked {
+        if let Some(worker) = crowd.get_mut(i) {
+            let said = worker.expect("vanished").await?;
+            vanished += said.get("count").copied().unwrap_or(0);
+        }
     }
-    Ok(())
+    Ok(vanished)
 }
 
 /// Starts the crowd's workers (as many as the file-descriptor limit
@@ -274,7 +280,7 @@ pub async fn run_worker(args: &WorkerArgs) -> Result<(), Failure> {
 async fn worker(args: &WorkerArgs) -> Result<(), Failure> {
     let (target, audience) = address(&args.server)?;
     let limit = fd_limit::raise();
-    if args.count + fd_limit::SPARE > limit {
+    if args.count.saturating_add(fd_limit::SPARE) > limit {
         return Err(Failure::input(fd_limit::shortage(
             &format!("a worker of {} connections", args.count),
             args.count,

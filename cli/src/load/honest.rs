@@ -44,10 +44,25 @@ impl Pushes {
     }
 }
 
-/// Pushes `commits` one at a time.
+/// Unacknowledged pushes in a row after which the rest are not tried
+/// (a server refusing every commit, its tree full, answers with silence:
+/// each would wait [`PUSH_TIMEOUT`]).
+const SILENT_IN_A_ROW: usize = 3;
+
+/// Pushes `commits` one at a time; every commit not acknowledged, tried
+/// or not, is counted.
 pub async fn push(conn: &mut Connection<Carrier>, key: &SigningKey, commits: &[Planned]) -> Pushes {
     let mut out = Pushes::default();
-    for commit in commits {
+    let mut silent = 0;
+    for (index, commit) in commits.iter().enumerate() {
+        let untried = commits.len() - index;
+        if silent == SILENT_IN_A_ROW {
+            *out.tally
+                .failed
+                .entry("not_tried_after_3_unacknowledged")
+                .or_default() += untried as u64;
+            break;
+        }
         let sent = Instant::now();
         let ended = conn
             .run(key, Operation::Push(commit.message.clone()), PUSH_TIMEOUT)
@@ -57,16 +72,18 @@ pub async fn push(conn: &mut Connection<Carrier>, key: &SigningKey, commits: &[P
         conn.drain_held().for_each(drop);
         match ended {
             Ok(Outcome::Pushed { .. }) => {
+                silent = 0;
                 out.tally.ok += 1;
                 out.rtts.push(rtt);
                 out.acked.push(commit.head);
             }
             Ok(_) => *out.tally.failed.entry("other_answer").or_default() += 1,
             Err(e) if e.kind() == bijou_frame::net::ErrorKind::TimedOut => {
+                silent += 1;
                 *out.tally.failed.entry("not_acknowledged").or_default() += 1;
             }
             Err(_) => {
-                *out.tally.failed.entry("connection_lost").or_default() += 1;
+                *out.tally.failed.entry("connection_lost").or_default() += untried as u64;
                 break;
             }
         }

@@ -30,7 +30,8 @@ pub struct Crowd {
 pub struct Report {
     pub connections: u64,
     pub flooders: u64,
-    pub vanish: u64,
+    /// Held connections dropped on purpose (as the workers counted).
+    pub vanished: u64,
     pub target: String,
     /// Sign + verify_strict pairs per second on one core.
     pub per_core: f64,
@@ -74,7 +75,7 @@ impl Report {
         Self {
             connections: args.connections,
             flooders: args.flooders,
-            vanish: args.vanish,
+            vanished: 0,
             target: target.to_string(),
             per_core,
             before,
@@ -144,10 +145,10 @@ impl Report {
                     sent as f64 / took.as_secs_f64().max(1e-9)
                 )
             });
-            let vanished = if self.vanish > 0 {
+            let vanished = if self.vanished > 0 {
                 format!(
                     "; {} held connections disconnected at once halfway",
-                    self.vanish
+                    self.vanished
                 )
             } else {
                 String::new()
@@ -177,11 +178,15 @@ impl Report {
                 }
             };
             println!(
-                "  {} {what}: {} closed by the server (the last after {:.1} s), {} still open",
+                "  {} {what}: {} closed by the server (the last after {:.1} s), {} still open{}",
                 get(closed, "count") + get(closed, "open"),
                 get(closed, "count"),
                 get(closed, "ms_max") as f64 / 1e3,
                 get(closed, "open"),
+                match get(closed, "failed") {
+                    0 => String::new(),
+                    n => format!("; {n} more could not connect"),
+                },
             );
         }
         match &self.fetched {
@@ -193,7 +198,7 @@ impl Report {
             Some(Err(why)) => println!("  fetched back: nothing: {why}"),
             None => {}
         }
-        let expected = self.connections - self.vanish.min(self.connections);
+        let expected = self.connections - self.vanished.min(self.connections);
         println!(
             "  still authenticated at the end: {} of {expected} answered{}",
             get(&self.crowd.alive, "ok"),
@@ -202,18 +207,24 @@ impl Report {
         // A server whose figures file counts handshakes (bijou serve's;
         // Subduction's in-process server reports its heap only).
         if self.end.sum.contains_key("handshakes") {
+            // What this run added: a server may have counted before it.
+            let during = |name: &str| self.end.get(name).saturating_sub(self.before.get(name));
             let refused: Vec<String> = self
                 .end
                 .sum
-                .iter()
-                .filter_map(|(n, v)| Some(format!("{} {v}", n.strip_prefix("refused_")?)))
+                .keys()
+                .filter_map(|name| {
+                    let why = name.strip_prefix("refused_")?;
+                    let n = during(name);
+                    (n > 0).then(|| format!("{why} {n}"))
+                })
                 .collect();
             println!(
                 "  the server counted: {} handshakes, {} refused or dropped before their session{}, {} closed for idling, {} open now",
-                self.end.get("handshakes") - self.before.get("handshakes"),
-                self.end.get("refused") - self.before.get("refused"),
+                during("handshakes"),
+                during("refused"),
                 if refused.is_empty() { String::new() } else { format!(" ({})", refused.join(", ")) },
-                self.end.get("idle_closed") - self.before.get("idle_closed"),
+                during("idle_closed"),
                 self.end.get("open"),
             );
         }
@@ -245,7 +256,7 @@ impl Report {
 
     /// Nothing refused, dropped or lost.
     pub fn all_well(&self) -> bool {
-        let expected = self.connections - self.vanish.min(self.connections);
+        let expected = self.connections - self.vanished.min(self.connections);
         let pushes_ok = [&self.alone, &self.beside]
             .into_iter()
             .flatten()

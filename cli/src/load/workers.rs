@@ -5,12 +5,15 @@
 //!
 //! ```text
 //! parent -> worker   go | check | vanish N | end (or end of input)
-//! worker -> parent   ready count=10000
+//! worker -> parent   ready count=10000 [failed=F]    (every role, once set up)
 //!                    connected ok=10000 failed=0 ms=812 [failed_REASON=N ...]
-//!                    authenticated ok=10000 failed=0
-//!                    alive ok=10000 failed=0
-//!                    vanished count=500
-//!                    error TEXT
+//!                    authenticated ok=10000 failed=0  (crowd, after `go`)
+//!                    alive ok=10000 failed=0          (crowd, for `check`)
+//!                    vanished count=500               (crowd, for `vanish N`)
+//!                    flooding count=4                 (flood, after `go`)
+//!                    flooded sent=123456 ms=5012      (flood, at `end`)
+//!                    closed count=N open=M ms_max=T failed=F   (stalled, trickle: `check`)
+//!                    error TEXT                       (any role; it then exits)
 //! ```
 //!
 //! A process may open only so many file descriptors (`RLIMIT_NOFILE`), so
