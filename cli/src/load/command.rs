@@ -30,8 +30,8 @@ const STALLED_GRACE: Duration = DEFAULT_HANDSHAKE_TIMEOUT.saturating_add(Duratio
 pub async fn run(args: &Args) -> Result<(), Failure> {
     let (target, audience) = address(&args.server)?;
     let before = server::read(&args.server_stats)?;
-    let per_core = crypto::pairs_per_second(Duration::from_secs(1));
-    let mut report = Report::new(args, &target, per_core, before.clone());
+    let crypto = crypto::measure(&before.cores, Duration::from_secs(1));
+    let mut report = Report::new(args, &target, crypto, before.clone());
 
     // Source addresses of this run's own (see `crowd::source`).
     let source_base = rand::random_range(1..=254u8);

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::args::{Args, Role};
+use super::crypto::CryptoLimit;
 use super::honest::Pushes;
 use super::server::ServerFigures;
 use crate::figures::percentile_ms;
@@ -33,8 +34,8 @@ pub struct Report {
     /// Held connections dropped on purpose (as the workers counted).
     pub vanished: u64,
     pub target: String,
-    /// Sign + verify_strict pairs per second on one core.
-    pub per_core: f64,
+    /// Sign + verify_strict pairs per second on the server's cores.
+    pub crypto: CryptoLimit,
     pub before: ServerFigures,
     pub crowd: Crowd,
     pub held: ServerFigures,
@@ -71,13 +72,13 @@ fn reasons(figures: &Figures) -> String {
 }
 
 impl Report {
-    pub fn new(args: &Args, target: &Target, per_core: f64, before: ServerFigures) -> Self {
+    pub fn new(args: &Args, target: &Target, crypto: CryptoLimit, before: ServerFigures) -> Self {
         Self {
             connections: args.connections,
             flooders: args.flooders,
             vanished: 0,
             target: target.to_string(),
-            per_core,
+            crypto,
             before,
             crowd: Crowd::default(),
             held: ServerFigures::default(),
@@ -92,31 +93,28 @@ impl Report {
         }
     }
 
-    /// The cores the server runs on (all of this machine's when it has
-    /// no figures files).
-    fn server_cores(&self) -> usize {
-        if self.before.cores.is_empty() {
-            std::thread::available_parallelism().map_or(1, usize::from)
-        } else {
-            self.before.cores.len()
-        }
-    }
-
     pub fn print(&self) {
         let ok = get(&self.crowd.connected, "ok");
         let secs = self.crowd.elapsed.as_secs_f64().max(1e-9);
         let rate = ok as f64 / secs;
-        let cores = self.server_cores();
-        let limit = self.per_core * cores as f64;
+        let CryptoLimit {
+            total: limit,
+            cores,
+            pinned,
+        } = self.crypto;
+        let on = if pinned {
+            format!("a thread pinned to each of the server's {cores} core(s)")
+        } else {
+            format!("{cores} unpinned thread(s): the server's cores unknown")
+        };
         println!(
             "load: {} connections to {} from {} worker process(es)",
             self.connections, self.target, self.crowd.workers
         );
         println!(
             "  connect + handshake: {ok} in {secs:.2} s = {rate:.0}/s; crypto limit {limit:.0}/s \
-             (one sign + one verify_strict: {:.0}/s per core x {cores} server core(s)): {:.2}x; \
+             (one sign + one verify_strict per handshake, measured now on {on}): {:.2}x; \
              failed {}{}",
-            self.per_core,
             rate / limit.max(1e-9),
             get(&self.crowd.connected, "failed"),
             reasons(&self.crowd.connected),
