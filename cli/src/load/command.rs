@@ -52,8 +52,13 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         authenticated: collect(&mut crowd, "authenticated").await?,
         ..Crowd::default()
     };
+    let idle_from = server::read(&args.server_stats)?.cpu_ticks;
     tokio::time::sleep(SETTLE).await;
     report.held = server::read(&args.server_stats)?;
+    report.idle_cpu = (
+        Duration::from_millis(10 * report.held.cpu_ticks.saturating_sub(idle_from)),
+        SETTLE,
+    );
     report.kernel = server::kernel_tcp_memory();
 
     let key = new_key()?;

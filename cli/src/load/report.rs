@@ -40,6 +40,8 @@ pub struct Report {
     pub crowd: Crowd,
     pub held: ServerFigures,
     pub kernel: (Option<u64>, Option<u64>),
+    /// CPU time the server used while the crowd idled, and over how long.
+    pub idle_cpu: (Duration, Duration),
     pub alone: Option<Pushes>,
     pub beside: Option<Pushes>,
     /// Commits the flooders sent, and for how long.
@@ -83,6 +85,7 @@ impl Report {
             crowd: Crowd::default(),
             held: ServerFigures::default(),
             kernel: (None, None),
+            idle_cpu: (Duration::ZERO, Duration::ZERO),
             alone: None,
             beside: None,
             flood_sent: None,
@@ -243,6 +246,13 @@ impl Report {
             grown / held,
             mib(self.before.get("heap")),
             mib(self.held.rss),
+        );
+        let (busy, over) = self.idle_cpu;
+        println!(
+            "  server CPU while they idle: {:.0} ms in {:.1} s ({:.1}% of a core)",
+            busy.as_secs_f64() * 1e3,
+            over.as_secs_f64(),
+            100.0 * busy.as_secs_f64() / over.as_secs_f64().max(1e-9),
         );
         let (buffers, objects) = self.kernel;
         println!(
