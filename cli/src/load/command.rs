@@ -43,6 +43,9 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     }
     let connected = collect(&mut crowd, "connected").await?;
     let elapsed = started.elapsed();
+    for worker in &mut crowd {
+        worker.send("verify").await?;
+    }
     let server_cpu = server::read(&args.server_stats)?.cpu_ticks;
     report.crowd = Crowd {
         workers: crowd.len(),

@@ -191,9 +191,9 @@ pub async fn check_alive(held: &mut [Held], concurrency: usize) -> Tally {
     tally
 }
 
-/// `bijou load-worker --role crowd`: signs, waits for `go`, opens and
-/// checks its connections, then answers `check` and `vanish N` until
-/// `end`.
+/// `bijou load-worker --role crowd`: signs, waits for `go`, opens its
+/// connections, waits for `verify`, checks them, then answers `check` and
+/// `vanish N` until `end`.
 pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Result<(), Failure> {
     let signed = sign_challenges(args.count, audience)?;
     emit("ready", &[("count", args.count)]);
@@ -217,6 +217,12 @@ pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Resul
     let mut figures = tally.figures();
     figures.push(("ms".to_owned(), elapsed.as_millis() as u64));
     emit_owned("connected", &figures);
+    // The replies are checked when the parent says so: after every
+    // worker has connected, so that no check takes the core from a worker
+    // still connecting.
+    if commands.next().await.as_deref() != Some("verify") {
+        return Ok(());
+    }
     let (mut held, tally) = check_all(answered);
     emit_owned("authenticated", &tally.figures());
     while let Some(command) = commands.next().await {

@@ -19,10 +19,12 @@
 //!    server may run on (from its processes' `Cpus_allowed_list`).
 //! 2. **Crowd**: workers sign their challenges first (each connection its
 //!    own key), then all start at once; each opens its connections
-//!    `--concurrency` at a time from its loopback source addresses, sends
-//!    the signed challenge and reads the reply. The connect + handshake
-//!    rate is connections over the time from the first `go` to the last
-//!    worker done. Replies are then checked (`verify_strict`, digest, the
+//!    `--concurrency` at a time from its loopback source
+//!    addresses, sends the signed challenge and reads the reply, its
+//!    thread never sleeping meanwhile (over loopback, waking it would be
+//!    paid inside the server's send). The connect + handshake rate is
+//!    connections over the time from the first `go` to the last worker
+//!    done. Replies are then checked (`verify_strict`, digest, the
 //!    server's key): a connection whose reply does not check is failed.
 //! 3. **Held**: after a few seconds the server's figures are read: heap
 //!    (its own counting allocator), RSS, the kernel's TCP memory.

@@ -4,10 +4,10 @@
 //! standard output.
 //!
 //! ```text
-//! parent -> worker   go | check | vanish N | end (or end of input)
+//! parent -> worker   go | verify | check | vanish N | end (or end of input)
 //! worker -> parent   ready count=10000 [failed=F]    (every role, once set up)
 //!                    connected ok=10000 failed=0 ms=812 [failed_REASON=N ...]
-//!                    authenticated ok=10000 failed=0  (crowd, after `go`)
+//!                    authenticated ok=10000 failed=0  (crowd, after `verify`)
 //!                    alive ok=10000 failed=0          (crowd, for `check`)
 //!                    vanished count=500               (crowd, for `vanish N`)
 //!                    flooding count=4                 (flood, after `go`)
