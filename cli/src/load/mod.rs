@@ -14,9 +14,10 @@
 //!
 //! Phases, in order:
 //!
-//! 1. **Crypto limit**: one core's `sign` + `verify_strict` pairs per
-//!    second (what a server does per handshake), times the cores the
-//!    server may run on (from its processes' `Cpus_allowed_list`).
+//! 1. **Crypto limit**: `sign` + `verify_strict` pairs per second (what a
+//!    server does per handshake) on the cores the server may run on (its
+//!    processes' `Cpus_allowed_list`), a thread pinned to each, all at
+//!    once ([`crypto`]).
 //! 2. **Crowd**: workers sign their challenges first (each connection its
 //!    own key), then all start at once; each opens its connections
 //!    `--concurrency` at a time from its loopback source
