@@ -880,9 +880,7 @@ async fn write_figures(server: Arc<SyncServer>, path: Option<PathBuf>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let figures = server.figures();
-        let pairs: Vec<(&str, u64)> = figures.iter().map(|(n, v)| (n.as_str(), *v)).collect();
-        if let Err(e) = crate::stats_file::write(&path, &pairs) {
+        if let Err(e) = crate::stats_file::write(&path, &server.figures()) {
             if !said {
                 say!("cannot write the figures to {}: {e}", path.display());
                 said = true;

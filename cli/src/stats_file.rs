@@ -23,12 +23,9 @@ pub type Figures = BTreeMap<String, u64>;
 /// The line is written to a new file beside it, named for this process
 /// (`FILE.PID.tmp`, created only if nothing is there: a link planted
 /// under that name is removed, never followed), then renamed over `path`.
-pub fn write(path: &Path, figures: &[(&str, u64)]) -> io::Result<()> {
+pub fn write<N: AsRef<str>>(path: &Path, figures: &[(N, u64)]) -> io::Result<()> {
     use std::io::Write as _;
-    let line: Vec<String> = figures
-        .iter()
-        .map(|(name, value)| format!("{name}={value}"))
-        .collect();
+    let line = pairs(figures);
     let tmp = sibling_tmp(path);
     // Whatever a previous run left there (a file, or a link, which this
     // removes and does not follow).
@@ -37,9 +34,19 @@ pub fn write(path: &Path, figures: &[(&str, u64)]) -> io::Result<()> {
         .write(true)
         .create_new(true)
         .open(&tmp)?;
-    file.write_all(format!("{}\n", line.join(" ")).as_bytes())?;
+    file.write_all(format!("{line}\n").as_bytes())?;
     drop(file);
     std::fs::rename(&tmp, path)
+}
+
+/// `name=value` pairs separated by spaces: the file's line, and the
+/// figures of `bijou load`'s worker events.
+pub fn pairs<N: AsRef<str>>(figures: &[(N, u64)]) -> String {
+    let pairs: Vec<String> = figures
+        .iter()
+        .map(|(name, value)| format!("{}={value}", name.as_ref()))
+        .collect();
+    pairs.join(" ")
 }
 
 /// Reads the figures in `path`; an error names the file and what in it

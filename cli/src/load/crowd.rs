@@ -216,7 +216,7 @@ pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Resul
     spinner.abort();
     let mut figures = tally.figures();
     figures.push(("ms".to_owned(), elapsed.as_millis() as u64));
-    emit_owned("connected", &figures);
+    emit("connected", &figures);
     // The replies are checked when the parent says so: after every
     // worker has connected, so that no check takes the core from a worker
     // still connecting.
@@ -224,13 +224,13 @@ pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Resul
         return Ok(());
     }
     let (mut held, tally) = check_all(answered);
-    emit_owned("authenticated", &tally.figures());
+    emit("authenticated", &tally.figures());
     while let Some(command) = commands.next().await {
         let mut words = command.split_whitespace();
         match (words.next(), words.next()) {
             (Some("check"), _) => {
                 let tally = check_alive(&mut held, concurrency).await;
-                emit_owned("alive", &tally.figures());
+                emit("alive", &tally.figures());
             }
             (Some("vanish"), Some(n)) => {
                 let n = n.parse::<usize>().unwrap_or(0).min(held.len());
@@ -242,12 +242,6 @@ pub async fn run(args: &WorkerArgs, target: Target, audience: Audience) -> Resul
         }
     }
     Ok(())
-}
-
-/// [`emit`] for figures with owned names.
-pub fn emit_owned(event: &str, figures: &[(String, u64)]) {
-    let pairs: Vec<(&str, u64)> = figures.iter().map(|(n, v)| (n.as_str(), *v)).collect();
-    emit(event, &pairs);
 }
 
 #[cfg(test)]

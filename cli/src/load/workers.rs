@@ -28,22 +28,21 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::args::{Role, ServerArgs};
 use crate::exit::Failure;
-use crate::stats_file::{parse, Figures};
+use crate::stats_file::{pairs, parse, Figures};
 
-/// Writes one event line to standard output, at once.
-pub fn emit(event: &str, figures: &[(&str, u64)]) {
-    let mut line = event.to_owned();
-    for (name, value) in figures {
-        line.push_str(&format!(" {name}={value}"));
-    }
+/// Writes one event line to standard output, at once: the event, then
+/// its figures as the stats file writes them.
+pub fn emit<N: AsRef<str>>(event: &str, figures: &[(N, u64)]) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "{event} {}", pairs(figures));
     let _ = out.flush();
 }
 
 /// Writes an `error` line: the worker failed, and why.
 pub fn emit_error(why: &str) {
-    emit(&format!("error {}", why.replace('\n', " ")), &[]);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "error {}", why.replace('\n', " "));
+    let _ = out.flush();
 }
 
 /// A running worker process.
@@ -78,7 +77,7 @@ impl Worker {
         let mut command = Command::new(exe);
         command.arg("load-worker");
         command.args(["--connect", &server.connect]);
-        command.args(["--transport", transport_name(server)]);
+        command.args(["--transport", &value_name(server.transport)]);
         command.args(["--prefix", server.prefix.name()]);
         if let Some(id) = server.server_id {
             command.args(["--server-id", &id.to_string()]);
@@ -86,13 +85,7 @@ impl Worker {
         if let Some(name) = &server.service_name {
             command.args(["--service-name", name]);
         }
-        let role = match job.role {
-            Role::Crowd => "crowd",
-            Role::Flood => "flood",
-            Role::Stalled => "stalled",
-            Role::Trickle => "trickle",
-        };
-        command.args(["--role", role]);
+        command.args(["--role", &value_name(job.role)]);
         command.args(["--count", &job.count.to_string()]);
         command.args(["--first", &job.first.to_string()]);
         command.args(["--concurrency", &job.concurrency.to_string()]);
@@ -156,14 +149,11 @@ impl Worker {
     }
 }
 
-/// The `--transport` value a worker gets (a URL's scheme overrides it).
-fn transport_name(server: &ServerArgs) -> &'static str {
-    match server.transport {
-        crate::target::TransportArg::Tcp => "tcp",
-        crate::target::TransportArg::Longpoll => "longpoll",
-        crate::target::TransportArg::Iroh => "iroh",
-        crate::target::TransportArg::Ws => "ws",
-    }
+/// A flag's value as clap parses it (`--role crowd`, `--transport ws`).
+fn value_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 /// Reads the commands of the parent on standard input, one a line.
