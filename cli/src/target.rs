@@ -286,6 +286,21 @@ impl Target {
         Ok((conn, t0.elapsed()))
     }
 
+    /// The audience of a handshake with this target: `--server-id`'s key,
+    /// else `--service-name`, else the target's `HOST:PORT` as a service
+    /// name (what `subduction_cli server` answers to by default).
+    pub fn audience(
+        &self,
+        server_id: Option<bijou_frame::signing::PeerId>,
+        service_name: Option<&str>,
+    ) -> Audience {
+        match (server_id, service_name) {
+            (Some(id), _) => Audience::Known(id),
+            (None, Some(name)) => Audience::discover(name.as_bytes()),
+            (None, None) => Audience::discover(self.authority().as_bytes()),
+        }
+    }
+
     /// The handshake failure as the user should read it: what we sent,
     /// and what to try: for an audience refusal, `retry` (the command's
     /// own flags, such as "give the server's peer id with --server-id");

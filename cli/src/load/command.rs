@@ -268,11 +268,7 @@ fn address(server: &ServerArgs) -> Result<(Target, Audience), Failure> {
             "bijou load holds WebSocket (ws://) and framed TCP (tcp://) connections; {target} is neither"
         )));
     }
-    let audience = match (&server.server_id, &server.service_name) {
-        (Some(id), _) => Audience::Known(*id),
-        (None, Some(name)) => Audience::discover(name.as_bytes()),
-        (None, None) => Audience::discover(target.authority().as_bytes()),
-    };
+    let audience = target.audience(server.server_id, server.service_name.as_deref());
     Ok((target, audience))
 }
 

@@ -146,10 +146,9 @@ async fn where_to_sync(
 /// To whom the handshakes are addressed, and how the errors name it.
 fn addressing(args: &Args, server: Option<&SyncServer>, target: &Target) -> (Audience, String) {
     let audience = match (server, args.server_id, &args.service_name) {
-        (_, Some(id), _) => Audience::Known(id),
-        (_, None, Some(name)) => Audience::discover(name.as_bytes()),
+        // Our own server in process: its key.
         (Some(s), None, None) => Audience::Known(s.key.peer_id()),
-        (None, None, None) => Audience::discover(target.authority().as_bytes()),
+        _ => target.audience(args.server_id, args.service_name.as_deref()),
     };
     let addressed = match (audience, &args.service_name) {
         (Audience::Known(id), _) => format!("the server key {id}"),
