@@ -952,21 +952,29 @@ mod bounds {
     use std::time::Instant;
     use tokio::io::AsyncWriteExt;
 
+    /// A client key, the server's key, and a server whose connections may
+    /// idle `idle`.
+    fn server_idling(idle: Duration) -> (SigningKey, SigningKey, SyncServer) {
+        let (client_key, server_key) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+        );
+        let limits = Limits {
+            max_connections: 4,
+            idle_timeout: idle,
+        };
+        let server =
+            SyncServer::new(server_key.clone(), "bounds".into(), Fault::None).with_limits(limits);
+        (client_key, server_key, server)
+    }
+
     /// A peer that authenticates, announces a message and sends it a
     /// byte at a time (each byte well inside the idle timeout) is ended
     /// at the idle timeout all the same: only a whole message counts.
     #[tokio::test]
     async fn a_message_sent_a_byte_at_a_time_ends_at_the_idle_timeout() {
         let idle = Duration::from_millis(600);
-        let (client_key, server_key) = (
-            SigningKey::from_bytes(&[1; 32]),
-            SigningKey::from_bytes(&[2; 32]),
-        );
-        let server =
-            SyncServer::new(server_key.clone(), "bounds".into(), Fault::None).with_limits(Limits {
-                max_connections: 4,
-                idle_timeout: idle,
-            });
+        let (client_key, server_key, server) = server_idling(idle);
         let (a, b) = tokio::io::duplex(4096);
         let audience = Audience::Known(server_key.peer_id());
         let config = ConnectConfig::default();
@@ -1016,15 +1024,7 @@ mod bounds {
     async fn an_answer_nobody_reads_is_dropped_at_the_idle_timeout() {
         use bijou_frame::proto::message::{FingerprintSeed, SedimentreeId};
         let idle = Duration::from_millis(600);
-        let (client_key, server_key) = (
-            SigningKey::from_bytes(&[1; 32]),
-            SigningKey::from_bytes(&[2; 32]),
-        );
-        let server =
-            SyncServer::new(server_key.clone(), "bounds".into(), Fault::None).with_limits(Limits {
-                max_connections: 4,
-                idle_timeout: idle,
-            });
+        let (client_key, server_key, server) = server_idling(idle);
         // A 64 KiB pipe, and a 256 KiB tree to answer with.
         let (a, b) = tokio::io::duplex(64 << 10);
         let audience = Audience::Known(server_key.peer_id());
