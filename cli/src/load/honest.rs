@@ -37,10 +37,7 @@ impl Pushes {
         self.rtts.extend(other.rtts);
         self.rtts.sort_unstable();
         self.acked.extend(other.acked);
-        self.tally.ok += other.tally.ok;
-        for (why, n) in other.tally.failed {
-            *self.tally.failed.entry(why).or_default() += n;
-        }
+        self.tally.add(other.tally);
     }
 }
 
@@ -57,10 +54,8 @@ pub async fn push(conn: &mut Connection<Carrier>, key: &SigningKey, commits: &[P
     for (index, commit) in commits.iter().enumerate() {
         let untried = commits.len() - index;
         if silent == SILENT_IN_A_ROW {
-            *out.tally
-                .failed
-                .entry("not_tried_after_3_unacknowledged")
-                .or_default() += untried as u64;
+            out.tally
+                .fail("not_tried_after_3_unacknowledged", untried as u64);
             break;
         }
         let sent = Instant::now();
@@ -77,13 +72,13 @@ pub async fn push(conn: &mut Connection<Carrier>, key: &SigningKey, commits: &[P
                 out.rtts.push(rtt);
                 out.acked.push(commit.head);
             }
-            Ok(_) => *out.tally.failed.entry("other_answer").or_default() += 1,
+            Ok(_) => out.tally.fail("other_answer", 1),
             Err(e) if e.kind() == bijou_frame::net::ErrorKind::TimedOut => {
                 silent += 1;
-                *out.tally.failed.entry("not_acknowledged").or_default() += 1;
+                out.tally.fail("not_acknowledged", 1);
             }
             Err(_) => {
-                *out.tally.failed.entry("connection_lost").or_default() += untried as u64;
+                out.tally.fail("connection_lost", untried as u64);
                 break;
             }
         }

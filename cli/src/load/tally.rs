@@ -18,9 +18,22 @@ impl Tally {
                 Some(value)
             }
             Err(why) => {
-                *self.failed.entry(why).or_default() += 1;
+                self.fail(why, 1);
                 None
             }
+        }
+    }
+
+    /// Counts `n` failures for `why`.
+    pub fn fail(&mut self, why: &'static str, n: u64) {
+        *self.failed.entry(why).or_default() += n;
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: Self) {
+        self.ok += other.ok;
+        for (why, n) in other.failed {
+            self.fail(why, n);
         }
     }
 
