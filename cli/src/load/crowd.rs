@@ -92,16 +92,16 @@ pub async fn open(target: &Target, from: IpAddr, signed: Signed) -> Result<Answe
     let mut carrier = target
         .carrier_from(Some(from))
         .await
-        .map_err(|_| "connect")?;
+        .map_err(|e| said_once("connect", &e))?;
     carrier.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
     let exchange = async {
         carrier
             .send(signed.initiator.challenge().clone())
             .await
-            .map_err(|_| "send")?;
+            .map_err(|e| said_once("send", &e))?;
         match carrier.next().await {
             Some(Ok(reply)) => Ok(reply),
-            Some(Err(_)) => Err("read"),
+            Some(Err(e)) => Err(said_once("read", &e)),
             None => Err("closed"),
         }
     };
@@ -114,6 +114,17 @@ pub async fn open(target: &Target, from: IpAddr, signed: Signed) -> Result<Answe
         carrier,
         reply,
     })
+}
+
+/// `why`, having said `error` on standard error if it is this worker's
+/// first failure: the report counts failures by short reason, this says
+/// what the first one was (a refused connect, `EMFILE`, a reset).
+fn said_once(why: &'static str, error: &dyn std::fmt::Display) -> &'static str {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("bijou load: a connection failed ({why}): {error}");
+    }
+    why
 }
 
 /// Checks the server's response: an established connection, or why not.
