@@ -121,6 +121,8 @@ pub const YIELD_AFTER: Duration = Duration::from_micros(500);
 pub struct Connection<T> {
     transport: T,
     session: Session,
+    /// The authenticated peer.
+    remote: PeerId,
     clock: Clock,
     ended: bool,
     /// The session's own messages were written and not flushed yet.
@@ -264,6 +266,7 @@ impl<T: Transport> Connection<T> {
     pub fn established(transport: T, local: PeerId, remote: Authenticated) -> Self {
         Self {
             transport,
+            remote: remote.peer(),
             session: Session::new(local, remote, SessionConfig::new(rand::random())),
             clock: Clock::system(),
             ended: false,
@@ -290,12 +293,13 @@ impl<T: Transport> Connection<T> {
     /// The authenticated remote peer.
     #[must_use]
     pub fn remote_peer(&self) -> PeerId {
-        self.session.remote_peer()
+        self.remote
     }
 
-    /// What the handshake established.
+    /// What the handshake established (`None` only for a connection made
+    /// from a session whose handshake had not completed).
     #[must_use]
-    pub fn authenticated(&self) -> &Authenticated {
+    pub fn authenticated(&self) -> Option<&Authenticated> {
         self.session.authenticated()
     }
 
@@ -661,7 +665,7 @@ impl<T: Transport> Connection<T> {
     ) -> Poll<Result<Outcome, RunError>> {
         loop {
             if self.session.needs_signer() {
-                self.session.sign_with(signer)?;
+                self.session.sign_pending_with(signer)?;
             }
             if let Some(done) = self.session.completed(id) {
                 self.tidy();
@@ -747,7 +751,7 @@ impl<T: Transport> Connection<T> {
     ) -> Result<SignedEphemeral, SendError> {
         Ok(self
             .session
-            .publish(signer, topic, payload, self.clock.now())?)
+            .sign_ephemeral(signer, topic, payload, self.clock.now())?)
     }
 
     /// Ready for a message of the caller's once the session's own

@@ -97,8 +97,14 @@ async fn honest_handshake_authenticates_both_sides_and_raises_the_limit() {
         assert_eq!(server.remote_peer(), key(1).peer_id());
         assert_eq!(client.local_peer(), key(1).peer_id());
         assert_eq!(
-            client.authenticated().challenge_digest(),
-            server.authenticated().challenge_digest()
+            client
+                .authenticated()
+                .expect("authenticated")
+                .challenge_digest(),
+            server
+                .authenticated()
+                .expect("authenticated")
+                .challenge_digest()
         );
         assert_eq!(
             client.get_ref().max_message_length(),

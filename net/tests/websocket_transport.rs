@@ -277,8 +277,14 @@ async fn signed_commits_flow_both_ways_over_loopback_websocket() {
             assert_eq!(client.remote_peer(), key(SERVER).peer_id());
             assert_eq!(server.remote_peer(), key(CLIENT).peer_id());
             assert_eq!(
-                client.authenticated().challenge_digest(),
-                server.authenticated().challenge_digest()
+                client
+                    .authenticated()
+                    .expect("authenticated")
+                    .challenge_digest(),
+                server
+                    .authenticated()
+                    .expect("authenticated")
+                    .challenge_digest()
             );
             for conn in [&client, &server] {
                 assert_eq!(

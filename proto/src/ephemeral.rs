@@ -214,6 +214,15 @@ pub enum PublishError {
     /// The signer failed.
     #[error(transparent)]
     Seal(#[from] SealError),
+    /// Too many publishes wait for the signer
+    /// (`Session::publish`): answer the session's sign requests first.
+    #[error("{waiting} publishes already wait for their signature (at most {max}): answer the session's sign requests, then publish again")]
+    Backlog {
+        /// How many wait.
+        waiting: usize,
+        /// The most that may.
+        max: usize,
+    },
 }
 
 /// A peer's Subscribe, applied: the topics now recorded, and those refused

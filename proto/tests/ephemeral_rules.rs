@@ -220,7 +220,7 @@ fn subscriptions_both_ways_and_the_remote_topic_cap() {
 
     // Too large to publish: an error, and nothing to send.
     let err = a
-        .publish(&key(1), topics[10], vec![0; 64 * 1024 + 1], now())
+        .sign_ephemeral(&key(1), topics[10], vec![0; 64 * 1024 + 1], now())
         .expect_err("too large");
     assert!(matches!(
         err,
@@ -231,7 +231,7 @@ fn subscriptions_both_ways_and_the_remote_topic_cap() {
     ));
     assert!(!a.has_transmit());
     let sealed = a
-        .publish(&key(1), topics[10], vec![0; 8], now())
+        .sign_ephemeral(&key(1), topics[10], vec![0; 8], now())
         .expect("publish");
     let bytes = a
         .encode(&Message::Ephemeral(EphemeralMessage::from(sealed)))

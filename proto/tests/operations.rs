@@ -118,7 +118,7 @@ impl Pair {
 
     fn client_sends(&mut self) {
         if self.client.needs_signer() {
-            self.client.sign_with(&self.client_key).unwrap();
+            self.client.sign_pending_with(&self.client_key).unwrap();
         }
         while let Some(message) = self.client.poll_transmit() {
             self.to_server.push(message.encode().unwrap());
@@ -537,7 +537,7 @@ fn a_registration_runs_keyhive_to_its_confirmation_signing_as_it_goes() {
     assert!(!pair.client.wants_message());
     assert!(pair.client.poll_transmit().is_none());
     assert_eq!(
-        pair.client.sign_with(&pair.server_key),
+        pair.client.sign_pending_with(&pair.server_key),
         Err(WrongSigner {
             signer: pair.server_key.peer_id(),
             local: pair.client_key.peer_id()
@@ -714,7 +714,10 @@ fn full_protocol(restore: bool) -> (Vec<String>, u32) {
     pair.run(at(1));
     for i in 0..3u8 {
         let key = pair.server_key.clone();
-        let sealed = pair.server.publish(&key, topic, vec![i; 8], at(2)).unwrap();
+        let sealed = pair
+            .server
+            .sign_ephemeral(&key, topic, vec![i; 8], at(2))
+            .unwrap();
         pair.reply(EphemeralMessage::from(sealed));
     }
     pair.run(at(2));

@@ -425,7 +425,7 @@ fn send(sim: &mut Sim, from: &mut Side) {
             let key = from.key.clone();
             let sealed = from
                 .session
-                .publish(&key, topic, sim.rng.bytes::<8>().to_vec(), now)
+                .sign_ephemeral(&key, topic, sim.rng.bytes::<8>().to_vec(), now)
                 .expect("publish");
             let bytes = from
                 .session

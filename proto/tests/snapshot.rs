@@ -136,7 +136,9 @@ fn a_replay_after_a_restore_is_refused_as_before() {
             Topics::one(topic),
         )))
         .unwrap();
-    let sealed = bob.publish(&bob_key, topic, &b"hello"[..], at(1)).unwrap();
+    let sealed = bob
+        .sign_ephemeral(&bob_key, topic, &b"hello"[..], at(1))
+        .unwrap();
     let bytes = bob
         .encode(&Message::Ephemeral(EphemeralMessage::from(sealed)))
         .unwrap();
@@ -351,7 +353,9 @@ fn full_snapshot() -> Bytes {
         ))))
         .unwrap();
     let _ = receive(&mut alice, theirs, at(1));
-    let sealed = bob.publish(&bob_key, topic, &b"hi"[..], at(1)).unwrap();
+    let sealed = bob
+        .sign_ephemeral(&bob_key, topic, &b"hi"[..], at(1))
+        .unwrap();
     let bytes = bob
         .encode(&Message::Ephemeral(EphemeralMessage::from(sealed)))
         .unwrap();

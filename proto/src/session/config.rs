@@ -7,8 +7,15 @@
 
 use core::fmt;
 
+use core::time::Duration;
+
 use crate::ephemeral::EphemeralConfig;
+use crate::handshake::DEFAULT_MAX_MESSAGE_LENGTH;
 use crate::verify_budget::VerifyBudget;
+
+/// How long a session gives the handshake by default: 10 s from its
+/// creation to an authenticated peer.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Signed items verified in one [`Session::poll_work`](super::Session::poll_work) step by default.
 pub const DEFAULT_VERIFY_STEP: usize = 32;
@@ -45,6 +52,14 @@ pub struct SessionConfig {
     /// [`SeededRng`](crate::rng::SeededRng)). Keep it secret and draw it
     /// fresh for each connection.
     pub seed: [u8; 32],
+    /// From the session's creation to an authenticated peer, at most
+    /// ([`DEFAULT_HANDSHAKE_TIMEOUT`]); then it closes with
+    /// [`Close::HandshakeTimedOut`](super::Close::HandshakeTimedOut).
+    pub handshake_timeout: Duration,
+    /// The largest message taken once the peer is authenticated
+    /// ([`DEFAULT_MAX_MESSAGE_LENGTH`], 50 MiB, as in Subduction); before,
+    /// [`HANDSHAKE_MAX_MESSAGE_LENGTH`](crate::handshake::HANDSHAKE_MAX_MESSAGE_LENGTH).
+    pub max_message_len: usize,
 }
 
 impl SessionConfig {
@@ -56,6 +71,8 @@ impl SessionConfig {
             verify_step: DEFAULT_VERIFY_STEP,
             ephemeral: EphemeralConfig::default(),
             seed,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            max_message_len: DEFAULT_MAX_MESSAGE_LENGTH,
         }
     }
 }
@@ -67,6 +84,8 @@ impl fmt::Debug for SessionConfig {
             .field("verify_budget", &self.verify_budget)
             .field("verify_step", &self.verify_step)
             .field("ephemeral", &self.ephemeral)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("max_message_len", &self.max_message_len)
             .finish_non_exhaustive()
     }
 }

@@ -96,33 +96,42 @@
 
 use alloc::boxed::Box;
 mod config;
+mod opening;
 mod operation;
+mod output;
 mod pending;
 mod received;
+mod signing;
 pub mod snapshot;
 
 use alloc::collections::VecDeque;
 
 use bijou_codec::{Wire, WriteError};
+use bijou_signing::ed25519_dalek::{Signature, VerifyingKey};
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 
 use crate::ephemeral::{EphemeralConfig, EphemeralSession, PublishError};
-use crate::handshake::Authenticated;
+use crate::handshake::{Authenticated, Responder, HANDSHAKE_MAX_MESSAGE_LENGTH};
 use crate::message::{
-    EphemeralMessage, Message, MessageFrame, MessageKind, SignedEphemeral, Topic,
+    Audience, EphemeralMessage, EphemeralPayload, Message, MessageFrame, MessageKind,
+    SignedEphemeral, Topic,
 };
 use crate::rng::SeededRng;
 use crate::time::{Now, Timestamp};
 use crate::verify_budget::{Bucket, VerifyBudget};
 
-pub use config::{SessionConfig, DEFAULT_VERIFY_STEP};
+pub use config::{SessionConfig, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_VERIFY_STEP};
+use opening::{Opening, Progress};
 use operation::Operations;
 pub use operation::{
     Completed, Operation, OperationError, OperationId, Outcome, StartError, TreeAccess, WrongSigner,
 };
+pub use output::{Close, Event, Output};
 use pending::{Pending, Start};
 pub use received::{Delivered, Received, Rejected, RejectedItem, VerifiedMessage};
+use signing::{Owner, Replay, SignBook};
+pub use signing::{SignId, SignRequest, SignatureRefused};
 
 /// What [`Session::poll_work`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,10 +148,13 @@ pub enum Work {
     Wait(Timestamp),
 }
 
-/// [`Session::handle_message`] called while the session still has a
-/// message pending or an event waiting: the bytes, given back.
+/// [`Session::handle_message`] called while the session takes no
+/// message ([`Output::Wait`] said `read: false`): a message is still being
+/// verified or waits to be polled out, the handshake waits for its
+/// signer, or the session is closed. The bytes, given back: nothing was
+/// dropped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("session busy: a received message is still being verified or waits in poll_event ({} bytes given back)", .0.len())]
+#[error("the session takes no message now ({} bytes given back): poll until Output::Wait says read, then hand it in again", .0.len())]
 pub struct Busy(pub Bytes);
 
 /// Why the session refused to send a message. Nothing was sent.
@@ -158,6 +170,13 @@ pub enum SendRefused {
     /// The message cannot be encoded (a count does not fit its field).
     #[error(transparent)]
     Encode(#[from] WriteError),
+    /// [`Session::send`] before the peer is authenticated, or after the
+    /// session closed.
+    #[error("refused to send a {kind}: the session is not open (wait for Event::Established; after Event::Closed, connect again)")]
+    NotOpen {
+        /// What it was.
+        kind: &'static str,
+    },
 }
 
 /// An authenticated connection's protocol state; see the
@@ -165,7 +184,12 @@ pub enum SendRefused {
 #[derive(Debug)]
 pub struct Session {
     local: PeerId,
-    remote: Authenticated,
+    /// The peer, once the handshake authenticated it.
+    remote: Option<Authenticated>,
+    /// From the first byte to close.
+    phase: Phase,
+    /// The largest message taken once authenticated.
+    max_message_len: usize,
     budget: Bucket,
     step: usize,
     /// The received message being verified or waiting in
@@ -181,9 +205,34 @@ pub struct Session {
     seed: [u8; 32],
 }
 
+/// Where a session stands, from the first byte to close.
+#[derive(Debug)]
+enum Phase {
+    /// The handshake runs.
+    Opening(Box<Opening>),
+    /// Authenticated: the reply (a server's response) goes out, then the
+    /// [`Event::Established`], before anything else.
+    Opened(Option<Bytes>),
+    /// Authenticated, and the application was told.
+    Open,
+    /// Ending: the reply (a rejection) goes out, what was received is
+    /// delivered (the peer closed), the operations end, then
+    /// [`Event::Closed`].
+    Closing(Box<(Close, Option<Bytes>)>),
+    /// Ended, and the application was told.
+    Closed,
+}
+
 /// The parts of a session an idle connection does without.
 #[derive(Debug, Default)]
 struct Extras {
+    /// What waits for the host's signer, and its answers.
+    book: SignBook,
+    /// Publishes waiting for their signature, oldest first, by their
+    /// place in the sequence.
+    publishing: VecDeque<(u64, EphemeralPayload)>,
+    /// Publishes made so far (the sequence's next place).
+    published: u64,
     ephemeral: Option<EphemeralSession>,
     /// Messages the protocol sends on its own ([`Session::poll_transmit`]),
     /// oldest first; its buffer is freed once drained.
@@ -212,18 +261,28 @@ impl Session {
     /// one), with `config`'s settings and seed.
     #[must_use]
     pub fn new(local: PeerId, remote: Authenticated, config: SessionConfig) -> Self {
+        Self::build(local, Some(remote), Phase::Open, config)
+    }
+
+    fn build(
+        local: PeerId,
+        remote: Option<Authenticated>,
+        phase: Phase,
+        config: SessionConfig,
+    ) -> Self {
         let seed = config.seed;
         // Made on first use unless its limits were set.
         let extras = (config.ephemeral != EphemeralConfig::default()).then(|| {
             Box::new(Extras {
                 ephemeral: Some(EphemeralSession::new(config.ephemeral, ephemeral_rng(seed))),
-                outbound: VecDeque::new(),
-                operations: None,
+                ..Extras::default()
             })
         });
         Self {
             local,
             remote,
+            phase,
+            max_message_len: config.max_message_len,
             budget: Bucket::new(config.verify_budget),
             step: config.verify_step.max(1),
             inbound: None,
@@ -232,22 +291,141 @@ impl Session {
         }
     }
 
+    /// A client's session, from the first byte: it asks for its
+    /// challenge to be signed by `local`'s key ([`Output::Sign`]), sends
+    /// it to `audience`, checks the response, and is
+    /// [`Event::Established`] or [`Event::Closed`] by
+    /// `config.handshake_timeout` after `now`. Its handshake nonce is
+    /// drawn from `config.seed`.
+    ///
+    /// ```
+    /// use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
+    /// use bijou_frame::proto::message::Audience;
+    /// use bijou_frame::proto::session::{Event, Output, Session, SessionConfig};
+    /// use bijou_frame::proto::time::Now;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
+    ///
+    /// let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// let now = Now::from_secs(1_700_000_000);
+    /// let mut a = Session::client(alice.verifying_key(), Audience::Known(bob.peer_id()), now, SessionConfig::new([1; 32]));
+    /// let mut b = Session::server(bob.verifying_key(), Responder::new(HandshakeConfig::default()), now, SessionConfig::new([2; 32]));
+    ///
+    /// // One loop per side: sign what is asked, carry what is sent.
+    /// fn drive(me: &mut Session, key: &SigningKey, peer: &mut Session, now: Now) -> Result<usize, Box<dyn std::error::Error>> {
+    ///     let mut established = 0;
+    ///     loop {
+    ///         match me.poll(now) {
+    ///             Output::Sign(request) => me.sign_with(&request, key)?,
+    ///             Output::Transmit(bytes) => peer.handle_message(bytes, now)?,
+    ///             Output::Event(Event::Established(_)) => established += 1,
+    ///             Output::Event(other) => panic!("{other:?}"),
+    ///             Output::Continue => {}
+    ///             Output::Wait { .. } => return Ok(established),
+    ///         }
+    ///     }
+    /// }
+    /// let mut established = 0;
+    /// for _ in 0..3 {
+    ///     established += drive(&mut a, &alice, &mut b, now)?;
+    ///     established += drive(&mut b, &bob, &mut a, now)?;
+    /// }
+    /// assert_eq!(established, 2);
+    /// assert_eq!(a.remote_peer(), Some(bob.peer_id()));
+    /// assert_eq!(b.remote_peer(), Some(alice.peer_id()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn client(
+        local: VerifyingKey,
+        audience: Audience,
+        now: Now,
+        config: SessionConfig,
+    ) -> Self {
+        let nonce = handshake_nonce(config.seed);
+        let deadline = now.monotonic.saturating_add(config.handshake_timeout);
+        let timeout = config.handshake_timeout;
+        let opening = Opening::client(local, audience, now, nonce, deadline, timeout);
+        Self::opening(PeerId::from(local), opening, config)
+    }
+
+    /// A server's session, from the first byte: it waits for the peer's
+    /// challenge (at most 256 bytes), checks it with `responder` (shared
+    /// by every connection the server accepts: its replay cache is), asks
+    /// for the response to be signed by `local`'s key, sends it (or the
+    /// rejection, then closes), and is [`Event::Established`] or
+    /// [`Event::Closed`] by `config.handshake_timeout` after `now`. See
+    /// [`Session::client`] for an example.
+    #[must_use]
+    pub fn server(
+        local: VerifyingKey,
+        responder: Responder,
+        now: Now,
+        config: SessionConfig,
+    ) -> Self {
+        let deadline = now.monotonic.saturating_add(config.handshake_timeout);
+        let opening = Opening::server(responder, deadline, config.handshake_timeout);
+        Self::opening(PeerId::from(local), Ok(opening), config)
+    }
+
+    fn opening(
+        local: PeerId,
+        opening: Result<Opening, crate::handshake::HandshakeError>,
+        config: SessionConfig,
+    ) -> Self {
+        let phase = match opening {
+            Ok(opening) => Phase::Opening(Box::new(opening)),
+            Err(e) => Phase::Closing(Box::new((Close::Handshake(e), None))),
+        };
+        let mut session = Self::build(local, None, phase, config);
+        if let Phase::Opening(opening) = &mut session.phase {
+            // Asks for the client's challenge to be signed.
+            let book = &mut session.extras.get_or_insert_with(Box::default).book;
+            let _ = opening.on_signature(book);
+        }
+        session
+    }
+
     /// Our own peer id.
     #[must_use]
     pub fn local_peer(&self) -> PeerId {
         self.local
     }
 
-    /// The authenticated remote peer.
+    /// The authenticated remote peer, once the handshake completed.
     #[must_use]
-    pub fn remote_peer(&self) -> PeerId {
-        self.remote.peer()
+    pub fn remote_peer(&self) -> Option<PeerId> {
+        self.remote.map(|remote| remote.peer())
     }
 
-    /// What the handshake established.
+    /// What the handshake established, once it completed.
     #[must_use]
-    pub fn authenticated(&self) -> &Authenticated {
-        &self.remote
+    pub fn authenticated(&self) -> Option<&Authenticated> {
+        self.remote.as_ref()
+    }
+
+    /// Whether the peer is authenticated and the session not closed.
+    #[must_use]
+    pub fn is_established(&self) -> bool {
+        matches!(self.phase, Phase::Opened(_) | Phase::Open)
+    }
+
+    /// Whether the session has ended ([`Event::Closed`] handed out, or
+    /// about to be).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        matches!(self.phase, Phase::Closing(_) | Phase::Closed)
+    }
+
+    /// The largest message [`Session::handle_message`] takes now: 256
+    /// bytes ([`HANDSHAKE_MAX_MESSAGE_LENGTH`]) until the peer is
+    /// authenticated, then `config.max_message_len`. A transport reads no
+    /// more than this for one message.
+    #[must_use]
+    pub fn max_message_len(&self) -> usize {
+        match self.phase {
+            Phase::Opening(_) => HANDSHAKE_MAX_MESSAGE_LENGTH,
+            _ => self.max_message_len,
+        }
     }
 
     /// Replaces the verification budget ([`VerifyBudget::DEFAULT`] unless
@@ -304,7 +482,11 @@ impl Session {
     /// answer stops being read: at most one answer is ever queued).
     #[must_use]
     pub fn wants_message(&self) -> bool {
-        self.inbound.is_none() && !self.has_transmit() && !self.needs_signer()
+        match &self.phase {
+            Phase::Opening(opening) => opening.wants_message(),
+            Phase::Open => self.inbound.is_none() && !self.has_transmit() && !self.needs_signer(),
+            Phase::Opened(_) | Phase::Closing(_) | Phase::Closed => false,
+        }
     }
 
     /// The next message the protocol sends on its own, oldest first: write
@@ -419,7 +601,10 @@ impl Session {
     /// # Errors
     ///
     /// [`WrongSigner`]: another key; nothing was signed.
-    pub fn sign_with<S: Identity + ?Sized>(&mut self, signer: &S) -> Result<(), WrongSigner> {
+    pub fn sign_pending_with<S: Identity + ?Sized>(
+        &mut self,
+        signer: &S,
+    ) -> Result<(), WrongSigner> {
         if signer.peer_id() != self.local {
             return Err(WrongSigner {
                 signer: signer.peer_id(),
@@ -429,8 +614,10 @@ impl Session {
         if !self.needs_signer() {
             return Ok(());
         }
-        let server = self.remote.peer();
-        for message in self.operations_mut().sign_with(signer, server) {
+        let Some(server) = self.remote_peer() else {
+            return Ok(());
+        };
+        for message in self.operations_mut().sign_with(signer, server, None) {
             self.transmit(message);
         }
         Ok(())
@@ -502,8 +689,20 @@ impl Session {
         if !self.wants_message() {
             return Err(Busy(bytes));
         }
+        if let Phase::Opening(opening) = &mut self.phase {
+            let key = match self.local.verifying_key() {
+                Ok(key) => key,
+                Err(_) => return Err(Busy(bytes)),
+            };
+            let book = &mut self.extras.get_or_insert_with(Box::default).book;
+            let progress = opening.on_message(key, bytes, now, book);
+            self.progress(progress);
+            return Ok(());
+        }
+        let Some(peer) = self.remote_peer() else {
+            return Err(Busy(bytes));
+        };
         let frame = MessageFrame::decode(bytes);
-        let peer = self.remote.peer();
         let ephemeral = match frame.message {
             Ok(Message::Ephemeral(_)) => Some(self.ephemeral_mut()),
             _ => None,
@@ -680,7 +879,7 @@ impl Session {
     /// # Errors
     ///
     /// [`PublishError`]: too large, or the signer failed.
-    pub fn publish<S: Identity + ?Sized>(
+    pub fn sign_ephemeral<S: Identity + ?Sized>(
         &mut self,
         signer: &S,
         topic: Topic,
@@ -689,6 +888,367 @@ impl Session {
     ) -> Result<SignedEphemeral, PublishError> {
         self.ephemeral_mut().seal(signer, topic, payload, now)
     }
+
+    /// Publishes `payload` for `topic`, stamped `now` with a fresh nonce:
+    /// its signature is asked for ([`Output::Sign`]) and the message sent
+    /// ([`Output::Transmit`]) once it is given, publishes in the order
+    /// they were made. At most [`MAX_UNSIGNED_PUBLISHES`] wait for their
+    /// signature at once.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::TooLarge`] above the payload limit;
+    /// [`PublishError::Backlog`] while [`MAX_UNSIGNED_PUBLISHES`] wait
+    /// for the signer. Nothing was queued.
+    pub fn publish(
+        &mut self,
+        topic: Topic,
+        payload: impl Into<Bytes>,
+        now: Now,
+    ) -> Result<(), PublishError> {
+        let waiting = self.extras.as_ref().map_or(0, |e| e.publishing.len());
+        if waiting >= MAX_UNSIGNED_PUBLISHES {
+            return Err(PublishError::Backlog {
+                waiting,
+                max: MAX_UNSIGNED_PUBLISHES,
+            });
+        }
+        let payload = self.ephemeral_mut().payload(topic, payload, now)?;
+        let extras = self.extras.get_or_insert_with(Box::default);
+        extras.published += 1;
+        let place = extras.published;
+        extras.publishing.push_back((place, payload));
+        Ok(())
+    }
+
+    /// Queues `message` to send ([`Output::Transmit`]) after what is
+    /// queued already, under the send-side rules of [`Session::on_send`].
+    ///
+    /// # Errors
+    ///
+    /// [`SendRefused`]; also before the peer is authenticated and after
+    /// close ([`SendRefused::NotOpen`]). Nothing was queued.
+    pub fn send(&mut self, message: Message) -> Result<(), SendRefused> {
+        if !self.is_established() {
+            return Err(SendRefused::NotOpen {
+                kind: message.kind_name(),
+            });
+        }
+        message.wire_len()?;
+        self.on_send(&message)?;
+        self.transmit(message);
+        Ok(())
+    }
+
+    /// Hands in the signature for `id` (a [`SignRequest`] from
+    /// [`Session::poll`]), made by the session's key over
+    /// [`SignRequest::message`]. It is checked (`verify_strict`) before
+    /// anything is sealed; what it completes goes out at the next poll.
+    ///
+    /// # Errors
+    ///
+    /// [`SignatureRefused`]: no such open request, or a signature that
+    /// does not verify; nothing changed and the request stays open.
+    pub fn handle_signature(
+        &mut self,
+        id: SignId,
+        signature: Signature,
+    ) -> Result<(), SignatureRefused> {
+        let key = self
+            .local
+            .verifying_key()
+            .map_err(|_| SignatureRefused::Unknown { id })?;
+        let Some(extras) = self.extras.as_mut() else {
+            return Err(SignatureRefused::Unknown { id });
+        };
+        extras.book.answer(id, signature, &key)
+    }
+
+    /// Signs `request` with `key` (an in-memory key, or any signer that
+    /// answers at once) and hands the signature in: the one-line answer
+    /// to [`Output::Sign`].
+    ///
+    /// # Errors
+    ///
+    /// [`SignatureRefused::SignerFailed`] if `key` could not sign;
+    /// otherwise as [`Session::handle_signature`].
+    pub fn sign_with<S: Identity + ?Sized>(
+        &mut self,
+        request: &SignRequest,
+        key: &S,
+    ) -> Result<(), SignatureRefused> {
+        let signature = key
+            .sign_message(request.message())
+            .map_err(|_| SignatureRefused::SignerFailed { id: request.id() })?;
+        self.handle_signature(request.id(), signature)
+    }
+
+    /// The transport ended (the peer closed it, or it failed): what was
+    /// already handed in is still verified and delivered, the operations
+    /// in flight end with [`OperationError::Closed`], then
+    /// [`Event::Closed`] with [`Close::PeerClosed`] (or the handshake's
+    /// failure, if it had not completed).
+    pub fn handle_close(&mut self) {
+        self.end(Close::PeerClosed);
+    }
+
+    /// Closes the session from our side: nothing more is read, what is
+    /// queued to send still goes out, the operations in flight end with
+    /// [`OperationError::Closed`], then [`Event::Closed`] with
+    /// [`Close::Local`].
+    pub fn close(&mut self) {
+        self.end(Close::Local);
+    }
+
+    fn end(&mut self, close: Close) {
+        if self.is_closed() {
+            return;
+        }
+        if let Close::Local = close {
+            // Nothing more for the application.
+            self.inbound = None;
+        }
+        self.phase = Phase::Closing(Box::new((close, None)));
+    }
+
+    /// The next output, at `now`: call it in a loop until
+    /// [`Output::Wait`], carry out each output in the order given, and
+    /// call again when a message or a signature arrives or the wait's
+    /// deadline passes. See [`Output`] for each case and
+    /// [`Session::client`] for a whole driver.
+    ///
+    /// Each call does at most one bounded step of verification
+    /// ([`Output::Continue`] when more remain), ends what `now` has
+    /// passed (the handshake's deadline, operations' deadlines), and
+    /// hands out, in this order: bytes to send, sign requests, then
+    /// events.
+    pub fn poll(&mut self, now: Now) -> Output {
+        self.expire(now);
+        self.seal();
+        // The handshake's own reply goes first.
+        let reply = match &mut self.phase {
+            Phase::Opening(opening) => opening.take_send(),
+            Phase::Opened(reply) => reply.take(),
+            Phase::Closing(closing) => closing.1.take(),
+            Phase::Open | Phase::Closed => None,
+        };
+        if let Some(bytes) = reply {
+            return Output::Transmit(bytes);
+        }
+        if let Phase::Opened(None) = self.phase {
+            self.phase = Phase::Open;
+            if let Some(remote) = self.remote {
+                return Output::Event(Event::Established(remote));
+            }
+        }
+        let closing_by_peer =
+            matches!(&self.phase, Phase::Closing(c) if matches!(c.0, Close::PeerClosed));
+        if !closing_by_peer {
+            if let Some(message) = self.poll_transmit() {
+                match message.encode() {
+                    Ok(bytes) => return Output::Transmit(bytes),
+                    // What the session queues was checked to encode.
+                    Err(_) => return Output::Continue,
+                }
+            }
+        } else if let Some(extras) = self.extras.as_mut() {
+            extras.outbound = VecDeque::new();
+        }
+        if !self.is_closed() || closing_by_peer {
+            if let Some(request) = self.extras.as_mut().and_then(|e| e.book.next_request()) {
+                if !self.is_closed() {
+                    return Output::Sign(request);
+                }
+            }
+        }
+        if let Some(completed) = self.poll_completed() {
+            return Output::Event(Event::Completed(completed));
+        }
+        if let Some(received) = self.poll_event() {
+            return Output::Event(Event::Received(received));
+        }
+        if self.has_work() {
+            match self.poll_work(now) {
+                Work::More => return Output::Continue,
+                Work::Idle => return self.poll(now),
+                Work::Wait(_) => {}
+            }
+        }
+        if let Phase::Closing(_) = self.phase {
+            if !self.has_work() {
+                if let Some(ops) = self.extras.as_mut().and_then(|e| e.operations.as_mut()) {
+                    ops.close_all();
+                }
+                if let Some(completed) = self.poll_completed() {
+                    return Output::Event(Event::Completed(completed));
+                }
+                if let Phase::Closing(closing) = core::mem::replace(&mut self.phase, Phase::Closed)
+                {
+                    self.release();
+                    return Output::Event(Event::Closed(closing.0));
+                }
+            }
+        }
+        Output::Wait {
+            read: self.wants_message(),
+            until: self.deadline(),
+        }
+    }
+
+    /// When the session needs polling again without input.
+    fn deadline(&self) -> Option<Timestamp> {
+        match &self.phase {
+            Phase::Opening(opening) => Some(opening.deadline),
+            Phase::Closed => None,
+            _ => self.poll_timeout(),
+        }
+    }
+
+    /// Ends what `now` has passed.
+    fn expire(&mut self, now: Now) {
+        match &self.phase {
+            Phase::Opening(opening) if opening.deadline <= now.monotonic => {
+                let close = Close::HandshakeTimedOut {
+                    after: opening.timeout,
+                    waiting_for: opening.waiting_for(),
+                };
+                self.phase = Phase::Closing(Box::new((close, None)));
+            }
+            Phase::Open => {
+                if let Some(ops) = self.extras.as_mut().and_then(|e| e.operations.as_mut()) {
+                    ops.expire(now.monotonic);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Seals what the signatures handed in complete: the handshake's
+    /// message, registrations' next messages, publishes (see
+    /// [`signing`]).
+    fn seal(&mut self) {
+        let Some(extras) = self.extras.as_mut() else {
+            return;
+        };
+        if extras.book.is_empty() && extras.publishing.is_empty() && !self.needs_signer() {
+            return;
+        }
+        let Ok(key) = self.local.verifying_key() else {
+            return;
+        };
+        if let Phase::Opening(opening) = &mut self.phase {
+            if let Some(extras) = self.extras.as_mut() {
+                let progress = opening.on_signature(&mut extras.book);
+                self.progress(progress);
+            }
+            return;
+        }
+        if !self.is_established() {
+            return;
+        }
+        let server = self.remote_peer();
+        let Some(extras) = self.extras.as_mut() else {
+            return;
+        };
+        let mut sealed = VecDeque::new();
+        {
+            let replay = Replay::new(key, &mut extras.book);
+            if let (Some(ops), Some(server)) = (extras.operations.as_mut(), server) {
+                if ops.needs_signer() {
+                    sealed.extend(ops.sign_with(&replay, server, Some(&replay)));
+                }
+            }
+            while let Some((place, payload)) = extras.publishing.front() {
+                let owner = Owner::Publish(*place);
+                replay.start(owner);
+                match SignedEphemeral::seal(&replay, payload) {
+                    Err(_) if replay.missing() => break,
+                    Ok(signed) => sealed.push_back(EphemeralMessage::from(signed).into()),
+                    // Cannot happen: the payload was checked as it was
+                    // made, and the signature as it was handed in.
+                    Err(_) => {}
+                }
+                replay.done(owner);
+                extras.publishing.pop_front();
+            }
+        }
+        // Requests nobody waits for any more (an operation that timed
+        // out) go.
+        let ops = extras.operations.as_ref();
+        let publishing = &extras.publishing;
+        extras.book.retain(|owner| match owner {
+            Owner::Handshake => false,
+            Owner::Operation(_) => ops.is_some_and(|ops| ops.owns(owner)),
+            Owner::Publish(place) => publishing.iter().any(|(p, _)| *p == place),
+        });
+        for message in sealed {
+            self.transmit(message);
+        }
+    }
+
+    /// The authenticated peer for a snapshot: `None` while the handshake
+    /// runs.
+    pub(crate) fn snapshot_remote(&self) -> Result<Option<Authenticated>, snapshot::SnapshotError> {
+        let busy = |what| Err(snapshot::SnapshotError::Busy { what });
+        match self.phase {
+            Phase::Open => {}
+            Phase::Opening(_) => return Ok(None),
+            Phase::Opened(_) => return busy("the Established event waits in poll"),
+            Phase::Closing(_) | Phase::Closed => return busy("the session is closed"),
+        }
+        if self
+            .extras
+            .as_ref()
+            .is_some_and(|e| !e.publishing.is_empty())
+        {
+            return busy("a publish waits for its signature");
+        }
+        Ok(self.remote)
+    }
+
+    /// Applies what a step of the handshake led to.
+    fn progress(&mut self, progress: Progress) {
+        match progress {
+            Progress::Waiting => {}
+            Progress::Send(bytes) => {
+                if let Phase::Opening(opening) = &mut self.phase {
+                    opening.send(bytes);
+                }
+            }
+            Progress::Established(remote, reply) => {
+                self.remote = Some(remote);
+                self.phase = Phase::Opened(reply);
+                if let Some(extras) = self.extras.as_mut() {
+                    extras.book.release(Owner::Handshake);
+                }
+            }
+            Progress::Failed(error, reply) => {
+                self.phase = Phase::Closing(Box::new((Close::Handshake(error), reply)));
+            }
+        }
+    }
+
+    /// Frees what a closed session no longer needs.
+    fn release(&mut self) {
+        if let Some(extras) = self.extras.as_mut() {
+            extras.book.retain(|_| false);
+            extras.publishing = VecDeque::new();
+            extras.outbound = VecDeque::new();
+        }
+        self.inbound = None;
+    }
+}
+
+/// How many publishes may wait for their signature at once
+/// ([`Session::publish`]).
+pub const MAX_UNSIGNED_PUBLISHES: usize = 64;
+
+/// The handshake nonce: the seed's own, domain-separated stream.
+fn handshake_nonce(seed: [u8; 32]) -> [u8; 16] {
+    let hash = blake3::keyed_hash(&seed, b"bijou handshake nonce");
+    let mut nonce = [0; 16];
+    nonce.copy_from_slice(&hash.as_bytes()[..16]);
+    nonce
 }
 
 /// The ephemeral state's generator: the seed's own stream.

@@ -21,6 +21,7 @@ use crate::rng::SeededRng;
 use crate::time::Timestamp;
 
 use super::received::{Delivered, Received, Rejected, VerifiedMessage};
+use super::signing::{Owner as Asker, Replay};
 use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotError};
 
 /// An operation's id: unique within its session, counting from 1.
@@ -190,6 +191,12 @@ pub enum OperationError {
     /// malformed, badly signed or out of turn, or signing ours failed.
     #[error("keyhive registration failed: {0}")]
     Keyhive(#[source] KeyhiveError),
+    /// The connection closed before the answer came.
+    #[error("the connection closed while the operation waited for {waiting_for}; reconnect and start it again")]
+    Closed {
+        /// What the operation waited for.
+        waiting_for: &'static str,
+    },
 }
 
 /// One operation's end: exactly one per started operation.
@@ -368,6 +375,18 @@ impl Operations {
 
     pub(super) fn needs_signer(&self) -> bool {
         self.in_flight.iter().any(|op| op.state.needs_signer())
+    }
+
+    /// Whether a registration running as `owner` still waits for its
+    /// signer (else its sign requests are stale).
+    pub(super) fn owns(&self, owner: Asker) -> bool {
+        match owner {
+            Asker::Operation(id) => self
+                .in_flight
+                .iter()
+                .any(|op| op.id == id && op.state.needs_signer()),
+            Asker::Handshake | Asker::Publish(_) => false,
+        }
     }
 
     /// The earliest deadline of an operation in flight.
@@ -563,11 +582,14 @@ impl Operations {
     }
 
     /// Signs what the registrations waiting for the signer send next:
-    /// their messages to send, in order.
+    /// their messages to send, in order. With `replay` (the session's
+    /// signer of sign requests, which `signer` then is), a registration
+    /// whose signature has not been given yet stays as it was.
     pub(super) fn sign_with<S: Identity + ?Sized>(
         &mut self,
         signer: &S,
         server: PeerId,
+        replay: Option<&Replay<'_>>,
     ) -> Vec<Message> {
         let mut out = Vec::new();
         let mut at = 0;
@@ -576,15 +598,37 @@ impl Operations {
                 at += 1;
                 continue;
             }
+            let owner = Asker::Operation(op.id);
+            if let Some(replay) = replay {
+                replay.start(owner);
+            }
             let mut op = self.in_flight.remove(at);
+            let pending = || replay.is_some_and(Replay::missing);
             let step = match op.state {
                 State::RegisterUnsigned(delegation) => {
-                    Registration::start(signer, server, delegation)
-                        .map(|(registration, first)| (registration, Step::Send(Box::new(first))))
+                    match Registration::start(signer, server, delegation.clone()) {
+                        Err(_) if pending() => {
+                            op.state = State::RegisterUnsigned(delegation);
+                            self.in_flight.insert(at, op);
+                            at += 1;
+                            continue;
+                        }
+                        step => step.map(|(registration, first)| {
+                            (registration, Step::Send(Box::new(first)))
+                        }),
+                    }
                 }
-                State::RegisterAnswer(mut registration, answer) => registration
-                    .handle(signer, &answer)
-                    .map(|step| (registration, step)),
+                State::RegisterAnswer(mut registration, answer) => {
+                    match registration.handle(signer, &answer) {
+                        Err(_) if pending() => {
+                            op.state = State::RegisterAnswer(registration, answer);
+                            self.in_flight.insert(at, op);
+                            at += 1;
+                            continue;
+                        }
+                        step => step.map(|step| (registration, step)),
+                    }
+                }
                 // needs_signer() holds only for the two above; put any
                 // other back as it was.
                 other => {
@@ -594,6 +638,9 @@ impl Operations {
                     continue;
                 }
             };
+            if let Some(replay) = replay {
+                replay.done(owner);
+            }
             let result = match step {
                 Ok((registration, Step::Send(next))) => {
                     out.push(Message::Keyhive(next));
@@ -612,6 +659,17 @@ impl Operations {
             self.completed.push_back(Completed { id: op.id, result });
         }
         out
+    }
+
+    /// Ends every operation in flight: the connection closed under them.
+    pub(super) fn close_all(&mut self) {
+        for op in core::mem::take(&mut self.in_flight) {
+            let waiting_for = op.state.waiting_for();
+            self.completed.push_back(Completed {
+                id: op.id,
+                result: Err(OperationError::Closed { waiting_for }),
+            });
+        }
     }
 }
 

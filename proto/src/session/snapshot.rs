@@ -53,7 +53,7 @@ use bijou_signing::{Digest, PeerId};
 use bytes::{Bytes, BytesMut};
 
 use super::operation::Operations;
-use super::{ephemeral_rng, operations_rng, Extras, Session};
+use super::{ephemeral_rng, operations_rng, Extras, Phase, Session};
 use crate::ephemeral::{EphemeralConfig, EphemeralSession};
 use crate::handshake::Authenticated;
 use crate::message::{Message, Topic};
@@ -163,7 +163,7 @@ impl Session {
     /// let bytes = session.snapshot(now)?;
     /// // ... the host is evicted; a new process, a new clock, a fresh seed ...
     /// let restored = Session::restore(&bytes, now, [3; 32])?;
-    /// assert_eq!(restored.remote_peer(), bob.peer_id());
+    /// assert_eq!(restored.remote_peer(), Some(bob.peer_id()));
     /// assert_eq!(restored.snapshot(now)?, bytes);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -177,14 +177,19 @@ impl Session {
                 what: "a received message is being verified or waits in poll_event",
             });
         }
+        let Some(remote) = self.snapshot_remote()? else {
+            return Err(SnapshotError::Busy {
+                what: "the handshake runs",
+            });
+        };
         let mut out = BytesMut::new();
         let mut w = Writer::growing(&mut out);
         w.bytes(&SNAPSHOT_MAGIC);
         w.u8(SNAPSHOT_VERSION);
         w.bytes(self.local.as_bytes());
-        w.bytes(self.remote.peer().as_bytes());
-        w.bytes(self.remote.challenge_digest().as_bytes());
-        w.bijou64(self.remote.remote_time());
+        w.bytes(remote.peer().as_bytes());
+        w.bytes(remote.challenge_digest().as_bytes());
+        w.bijou64(remote.remote_time());
         let budget = self.budget.budget();
         w.bijou64(u64::from(budget.per_second()));
         w.bijou64(u64::from(budget.burst()));
@@ -311,11 +316,15 @@ impl Session {
                     ephemeral,
                     outbound,
                     operations,
+                    ..Extras::default()
                 })
             });
         Ok(Self {
             local,
-            remote,
+            remote: Some(remote),
+            phase: Phase::Open,
+            // Not in the snapshot: the default, as the transport's.
+            max_message_len: crate::handshake::DEFAULT_MAX_MESSAGE_LENGTH,
             budget,
             step,
             inbound: None,

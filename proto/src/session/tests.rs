@@ -139,7 +139,7 @@ fn handshake_sync_and_ephemeral_with_no_runtime() {
         .expect("ephemeral state")
         .remote_is_subscribed(&topic));
     let sealed = a
-        .publish(&key(1), topic, &b"cursor"[..], now)
+        .sign_ephemeral(&key(1), topic, &b"cursor"[..], now)
         .expect("publish");
     let wire = a
         .encode(&Message::Ephemeral(sealed.into()))
