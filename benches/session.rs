@@ -38,6 +38,7 @@ use bijou_frame::proto::message::{
     Audience, BatchSyncResponse, HeadsUpdate, LooseCommit, Message, RemoteHeads, SedimentreeId,
     SignedItem, SyncMessage, SyncResult,
 };
+use bijou_frame::proto::session::SessionConfig;
 use bijou_frame::proto::time::Now;
 use bijou_frame::proto::verify_budget::VerifyBudget;
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity, PeerId};
@@ -98,6 +99,7 @@ fn channel_connection(
         LengthChecked::new(rx, futures::sink::drain()),
         bob.peer_id(),
         at_bob,
+        SessionConfig::new([2; 32]),
     );
     conn.set_verify_budget(budget);
     (conn, tx)

@@ -231,8 +231,15 @@ impl<T: Transport> Connection<T> {
         audience: Audience,
         config: &ConnectConfig,
     ) -> Result<Self, ConnectError> {
-        let remote = handshake::initiate(&mut transport, signer, audience, config).await?;
-        Ok(Self::established(transport, signer.peer_id(), remote).with_clock(config.clock.clone()))
+        let mut session = handshake::client_session(signer, audience, config);
+        let remote =
+            handshake::open(&mut transport, &mut session, signer, config, "response").await?;
+        Ok(Self::with_session(
+            transport,
+            session,
+            remote.peer(),
+            config.clock.clone(),
+        ))
     }
 
     /// Accepts a connection as the responder: answers the peer's challenge
@@ -254,21 +261,43 @@ impl<T: Transport> Connection<T> {
         responder: &Responder,
         config: &ConnectConfig,
     ) -> Result<Self, ConnectError> {
-        let remote = handshake::respond(&mut transport, signer, responder, config).await?;
-        Ok(Self::established(transport, signer.peer_id(), remote).with_clock(config.clock.clone()))
+        let mut session = handshake::server_session(signer, responder, config);
+        let remote =
+            handshake::open(&mut transport, &mut session, signer, config, "challenge").await?;
+        Ok(Self::with_session(
+            transport,
+            session,
+            remote.peer(),
+            config.clock.clone(),
+        ))
     }
 
-    /// A connection on a `transport` whose handshake already completed (for
-    /// example by driving [`Initiator`](bijou_proto::handshake::Initiator)
-    /// yourself): `local` is our peer id, `remote` the proof the handshake
-    /// gave. Raise the transport's maximum message length first. The clock
-    /// is the system's until [`Connection::with_clock`].
-    pub fn established(transport: T, local: PeerId, remote: Authenticated) -> Self {
+    /// A connection on a `transport` whose handshake already completed
+    /// elsewhere (a handshake of the host's own, say, batched across
+    /// connections): `local` is our peer id, `remote` the proof the
+    /// handshake gave, `config` the session's settings (its seed
+    /// included). Raise the transport's maximum message length first. The
+    /// clock is the system's until [`Connection::with_clock`].
+    /// [`connect`](Self::connect) and [`accept`](Self::accept) need none
+    /// of this.
+    pub fn established(
+        transport: T,
+        local: PeerId,
+        remote: Authenticated,
+        config: SessionConfig,
+    ) -> Self {
+        let session = Session::new(local, remote, config);
+        Self::with_session(transport, session, remote.peer(), Clock::system())
+    }
+
+    /// A connection around `session`, whose handshake authenticated
+    /// `remote`.
+    fn with_session(transport: T, session: Session, remote: PeerId, clock: Clock) -> Self {
         Self {
             transport,
-            remote: remote.peer(),
-            session: Session::new(local, remote, SessionConfig::new(rand::random())),
-            clock: Clock::system(),
+            remote,
+            session,
+            clock,
             ended: false,
             transmits_unflushed: false,
             waits: None,
@@ -967,9 +996,12 @@ impl<T: Transport> Connection<T> {
                 }
             };
             // The session wants a message here: nothing is pending and no
-            // event waits (both were checked above).
+            // event waits (both were checked above). Were that ever wrong,
+            // the message is not dropped in silence: the stream ends with
+            // the session's refusal.
             if let Err(busy) = self.session.handle_message(bytes, self.clock.now()) {
-                debug_assert!(false, "{busy}");
+                self.ended = true;
+                return Poll::Ready(Some(Err(TransportError::Other(Box::new(busy)))));
             }
             if self.session.has_work() && started.elapsed() >= YIELD_AFTER {
                 return yield_to_runtime(cx);

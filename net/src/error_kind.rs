@@ -22,7 +22,7 @@ use crate::{RunError, SendError};
 /// use bijou_frame::net::ErrorKind;
 /// use std::time::Duration;
 ///
-/// let timeout = ConnectError::Timeout { after: Duration::from_secs(10) };
+/// let timeout = ConnectError::Timeout { after: Duration::from_secs(10), waiting_for: "response" };
 /// assert_eq!(timeout.kind(), ErrorKind::TimedOut);
 /// let too_large = TransportError::TooLarge { len: 300, max: 256 };
 /// assert_eq!(too_large.kind(), ErrorKind::TooLarge);
@@ -173,6 +173,8 @@ impl ConnectError {
             Self::Transport(e) => e.kind(),
             Self::Closed { .. } => ErrorKind::Closed,
             Self::Timeout { .. } => ErrorKind::TimedOut,
+            // Our own signer: the program's to fix.
+            Self::Signer(_) => ErrorKind::Usage,
             // `OtherFraming`: the peer speaks another framing.
             _ => ErrorKind::Protocol,
         }
@@ -275,7 +277,8 @@ mod tests {
         );
         assert_eq!(
             ConnectError::Timeout {
-                after: Duration::from_secs(1)
+                after: Duration::from_secs(1),
+                waiting_for: "challenge",
             }
             .kind(),
             ErrorKind::TimedOut

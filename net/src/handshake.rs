@@ -1,22 +1,25 @@
-//! The handshake drivers: bijou-proto's sans-IO [`Initiator`] and
-//! [`Responder`] over any [`Transport`], bounded by a timeout.
+//! The handshake drivers: bijou-proto's [`Session`] runs the handshake
+//! itself (from the first byte, as one machine); these drive it over any
+//! [`Transport`], bounded by a timeout.
 //!
 //! ```text
 //!   initiate(transport, signer, audience, config)        respond(transport, signer, responder, config)
-//!     max message = 256 B                                  max message = 256 B
-//!     Initiator::new(.., clock.now(), random nonce)
-//!     send challenge ──────────────────────────────────►   Responder::answer(.., clock.now())
-//!     Initiator::receive(reply)  ◄──────────────────────   send reply (response or rejection)
+//!     Session::client(.., clock.now(), seed)               Session::server(responder, clock.now(), seed)
+//!     max message = session's (256 B)                      max message = session's (256 B)
+//!     poll: Sign ─► signer; Transmit challenge ─────────►  handle_message(challenge)
+//!     handle_message(reply) ◄───────────────────────────   poll: Sign ─► signer; Transmit reply
+//!     Event::Established                                   Event::Established
 //!     max message = configured                             max message = configured
-//!   the whole exchange bounded by config.timeout, else ConnectError::Timeout
+//!   the whole exchange bounded by config.timeout (the session's deadline, and the runtime's timer
+//!   for a clock that does not move), else ConnectError::Timeout
 //! ```
 //!
-//! The state machines (bijou-proto's `handshake` module) take the
-//! protocol's settings ([`HandshakeConfig`], the responder's); the
-//! drivers take the shell's ([`ConnectConfig`]: the timeout, the clock,
-//! the message length after the handshake).
+//! The session takes the protocol's settings ([`HandshakeConfig`], the
+//! responder's) and the seed; the drivers take the shell's
+//! ([`ConnectConfig`]: the timeout, the clock, the message length after
+//! the handshake, the seed).
 //!
-//! The state machines' own refusals are [`HandshakeError`]s, wrapped in
+//! The handshake's own refusals are [`HandshakeError`]s, wrapped in
 //! [`ConnectError::Handshake`]; what only a driver meets (the transport
 //! failed, the peer closed, the time ran out) has its own variants.
 //!
@@ -25,10 +28,10 @@
 use std::time::Duration;
 
 use bijou_proto::handshake::{
-    Authenticated, HandshakeError, Initiator, Responder, DEFAULT_MAX_MESSAGE_LENGTH,
-    HANDSHAKE_MAX_MESSAGE_LENGTH,
+    Authenticated, HandshakeError, Responder, DEFAULT_MAX_MESSAGE_LENGTH,
 };
 use bijou_proto::message::{Audience, RejectionReason};
+use bijou_proto::session::{Close, Event, Output, Session, SessionConfig, SignatureRefused};
 use bijou_proto::time::Clock;
 use bijou_signing::Identity;
 use bytes::Bytes;
@@ -39,8 +42,9 @@ use bijou_framing::prefix::PrefixKind;
 use crate::transport::peer_framing::{sniff, PeerFraming};
 use crate::transport::{Transport, TransportError};
 
-/// Default bound on the whole handshake: 10 s.
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound on the whole handshake: 10 s (the session's own
+/// default).
+pub use bijou_proto::session::DEFAULT_HANDSHAKE_TIMEOUT;
 
 /// The shell's settings for opening or accepting a connection: what no
 /// state machine reads. The protocol's are the responder's
@@ -54,6 +58,7 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// let mut config = ConnectConfig::default();
 /// config.timeout = Duration::from_secs(3);
 /// config.clock = Clock::fixed(1_700_000_000);
+/// config.seed = Some([7; 32]); // reproducible: the same seed, the same bytes
 /// assert_eq!(config.max_message_length, 50 * 1024 * 1024);
 /// ```
 #[derive(Debug, Clone)]
@@ -68,6 +73,14 @@ pub struct ConnectConfig {
     /// challenge stamps, the drift check, ephemeral ages, the verification
     /// budget, operation deadlines ([`Clock::system`]).
     pub clock: Clock,
+    /// Seeds every random number the connection's session draws: the
+    /// handshake nonce, ephemeral nonces, the de-duplication window's
+    /// hash key (see [`SessionConfig::seed`]). `None` (the default): 32
+    /// bytes from the operating system, fresh for each connection. A
+    /// seeded connection is reproducible byte for byte under the same
+    /// clock; give each connection its own seed, since a reused one
+    /// reuses the handshake nonce, which a server refuses as a replay.
+    pub seed: Option<[u8; 32]>,
 }
 
 impl Default for ConnectConfig {
@@ -76,8 +89,28 @@ impl Default for ConnectConfig {
             timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             max_message_length: DEFAULT_MAX_MESSAGE_LENGTH,
             clock: Clock::system(),
+            seed: None,
         }
     }
+}
+
+impl ConnectConfig {
+    /// The session settings these make: the seed (drawn from the
+    /// operating system when none is set), the handshake timeout, the
+    /// message length after the handshake.
+    #[must_use]
+    pub fn session_config(&self) -> SessionConfig {
+        let mut config = SessionConfig::new(self.seed.unwrap_or_else(os_seed));
+        config.handshake_timeout = self.timeout;
+        config.max_message_len = self.max_message_length;
+        config
+    }
+}
+
+/// 32 bytes from the operating system's random source: the seed of an
+/// unseeded connection.
+fn os_seed() -> [u8; 32] {
+    rand::random()
 }
 
 /// Why opening or accepting a connection failed. Every variant ends the
@@ -112,11 +145,18 @@ pub enum ConnectError {
         theirs: PeerFraming,
     },
     /// The handshake did not complete in time.
-    #[error("handshake timed out after {after:?}")]
+    #[error("handshake timed out after {after:?} (waiting for the {waiting_for}); check the peer speaks this protocol on this transport, or raise ConnectConfig::timeout")]
     Timeout {
         /// The configured bound.
         after: Duration,
+        /// What the handshake waited for: `"challenge"`, `"response"` or
+        /// `"signer"`.
+        waiting_for: &'static str,
     },
+    /// Our signer's answer to the handshake's sign request was refused
+    /// (it failed, or signed with another key): nothing was sent.
+    #[error("our signer could not sign the handshake: {0}")]
+    Signer(#[source] SignatureRefused),
 }
 
 /// What to try, for the refusals a user can fix.
@@ -185,16 +225,6 @@ impl From<TransportError> for ConnectError {
     }
 }
 
-async fn next_message<T: Transport>(
-    transport: &mut T,
-    waiting_for: &'static str,
-) -> Result<Bytes, ConnectError> {
-    match transport.next().await {
-        None => Err(ConnectError::Closed { waiting_for }),
-        Some(message) => Ok(message?),
-    }
-}
-
 /// `error`, or [`ConnectError::OtherFraming`] if the bytes the peer sent
 /// (the reply `delivered`, behind our prefix, then what is still unread)
 /// are another framing's.
@@ -229,20 +259,145 @@ fn other_framing<T: Transport + ?Sized>(
     }
 }
 
-async fn bounded<F, R>(timeout: Duration, fut: F) -> Result<R, ConnectError>
-where
-    F: std::future::Future<Output = Result<R, ConnectError>>,
-{
-    tokio::time::timeout(timeout, fut)
-        .await
-        .unwrap_or(Err(ConnectError::Timeout { after: timeout }))
+/// The client session `initiate` drives: `signer`'s key, addressed to
+/// `audience`, at `config.clock`'s time, seeded by `config`.
+pub(crate) fn client_session<S: Identity + ?Sized>(
+    signer: &S,
+    audience: Audience,
+    config: &ConnectConfig,
+) -> Session {
+    Session::client(
+        signer.verifying_key(),
+        audience,
+        config.clock.now(),
+        config.session_config(),
+    )
 }
 
-/// Drives an [`Initiator`] over `transport`: sends a challenge for
-/// `audience` signed by `signer` (time from `config.clock`, a fresh random
-/// nonce), and checks the reply. The transport's maximum message length is
-/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and
-/// `config.max_message_length` after a success.
+/// The server session `respond` drives, checking challenges with
+/// `responder`.
+pub(crate) fn server_session<S: Identity + ?Sized>(
+    signer: &S,
+    responder: &Responder,
+    config: &ConnectConfig,
+) -> Session {
+    Session::server(
+        signer.verifying_key(),
+        responder.clone(),
+        config.clock.now(),
+        config.session_config(),
+    )
+}
+
+/// Runs `session`'s handshake over `transport`: one poll loop, signing
+/// with `signer` what the session asks, reading while it takes a message.
+/// The transport's maximum message length follows the session's (256
+/// bytes until the peer is authenticated, `config.max_message_length`
+/// after). `waiting_for` names the peer's message, for errors.
+pub(crate) async fn open<T, S>(
+    transport: &mut T,
+    session: &mut Session,
+    signer: &S,
+    config: &ConnectConfig,
+    waiting_for: &'static str,
+) -> Result<Authenticated, ConnectError>
+where
+    T: Transport,
+    S: Identity + ?Sized,
+{
+    let exchange = async {
+        // The last message handed in, to tell another framing apart.
+        let mut last: Option<Bytes> = None;
+        loop {
+            transport.set_max_message_length(session.max_message_len());
+            match session.poll(config.clock.now()) {
+                Output::Transmit(bytes) => transport.send(bytes).await?,
+                Output::Sign(request) => session
+                    .sign_with(&request, signer)
+                    .map_err(ConnectError::Signer)?,
+                Output::Event(Event::Established(authenticated)) => {
+                    transport.set_max_message_length(session.max_message_len());
+                    return Ok(authenticated);
+                }
+                Output::Event(Event::Closed(close)) => {
+                    return Err(closed(&*transport, last.as_ref(), close, config.timeout))
+                }
+                // Nothing else comes before the peer is authenticated.
+                Output::Event(_) | Output::Continue => {}
+                Output::Wait { read, until } => {
+                    let pause = until.map_or(config.timeout, |at| {
+                        at.saturating_duration_since(config.clock.monotonic())
+                    });
+                    if !read {
+                        tokio::time::sleep(pause).await;
+                        continue;
+                    }
+                    let Ok(next) = tokio::time::timeout(pause, transport.next()).await else {
+                        // The deadline: the next poll ends the handshake.
+                        continue;
+                    };
+                    let bytes = match next {
+                        None => {
+                            let error = ConnectError::Closed { waiting_for };
+                            return Err(other_framing(&*transport, None, error));
+                        }
+                        Some(Err(e)) => {
+                            let error = ConnectError::from(e);
+                            return Err(other_framing(&*transport, None, error));
+                        }
+                        Some(Ok(bytes)) => bytes,
+                    };
+                    last = Some(bytes.clone());
+                    // `read` said the session takes it: never refused.
+                    if session.handle_message(bytes, config.clock.now()).is_err() {
+                        return Err(ConnectError::Closed { waiting_for });
+                    }
+                }
+            }
+        }
+    };
+    // The session's deadline ends the handshake on the connection's
+    // clock; the runtime's timer ends it on a clock that does not move.
+    match tokio::time::timeout(config.timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(ConnectError::Timeout {
+            after: config.timeout,
+            waiting_for,
+        }),
+    }
+}
+
+/// The error a handshake that closed ends with.
+fn closed<T: Transport + ?Sized>(
+    transport: &T,
+    delivered: Option<&Bytes>,
+    close: Close,
+    timeout: Duration,
+) -> ConnectError {
+    match close {
+        Close::Handshake(
+            e @ (HandshakeError::Malformed(_) | HandshakeError::Unexpected { .. }),
+        ) => other_framing(transport, delivered, e.into()),
+        Close::Handshake(e) => e.into(),
+        Close::HandshakeTimedOut { waiting_for, .. } => ConnectError::Timeout {
+            after: timeout,
+            waiting_for,
+        },
+        // Neither is handed in by `open`.
+        _ => ConnectError::Closed {
+            waiting_for: "the handshake",
+        },
+    }
+}
+
+/// Runs the client's handshake over `transport`: a challenge for
+/// `audience` signed by `signer` (time from `config.clock`, the nonce
+/// from `config.seed`), then the reply checked ([`Session::client`]). The
+/// transport's maximum message length is
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`](bijou_proto::handshake::HANDSHAKE_MAX_MESSAGE_LENGTH)
+/// meanwhile, and `config.max_message_length` after a success.
+/// [`Connection::connect`](crate::Connection::connect) does this and
+/// keeps the session.
 ///
 /// # Cancel safety
 ///
@@ -262,33 +417,17 @@ where
     T: Transport,
     S: Identity + ?Sized,
 {
-    transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
-    let initiator = Initiator::new(signer, audience, config.clock.now(), rand::random())?;
-    let authenticated = bounded(config.timeout, async {
-        transport.send(initiator.challenge().clone()).await?;
-        let reply = match next_message(transport, "response").await {
-            Ok(reply) => reply,
-            Err(e) => return Err(other_framing(&*transport, None, e)),
-        };
-        match initiator.receive(reply.clone()) {
-            Ok(authenticated) => Ok(authenticated),
-            Err(e @ (HandshakeError::Malformed(_) | HandshakeError::Unexpected { .. })) => {
-                Err(other_framing(&*transport, Some(&reply), e.into()))
-            }
-            Err(e) => Err(e.into()),
-        }
-    })
-    .await?;
-    transport.set_max_message_length(config.max_message_length);
-    Ok(authenticated)
+    let mut session = client_session(signer, audience, config);
+    open(transport, &mut session, signer, config, "response").await
 }
 
-/// Drives the [`Responder`] over `transport`: receives a challenge,
-/// answers it ([`Responder::answer`]) with `signer`, and sends the reply.
-/// The transport's maximum message length is
-/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`] meanwhile, and
-/// `config.max_message_length` after a success; the time is
-/// `config.clock`'s.
+/// Runs the server's handshake over `transport`: receives a challenge,
+/// checks it with `responder`, answers it signed by `signer`
+/// ([`Session::server`]). The transport's maximum message length is
+/// [`HANDSHAKE_MAX_MESSAGE_LENGTH`](bijou_proto::handshake::HANDSHAKE_MAX_MESSAGE_LENGTH)
+/// meanwhile, and `config.max_message_length` after a success; the time
+/// is `config.clock`'s. [`Connection::accept`](crate::Connection::accept)
+/// does this and keeps the session.
 ///
 /// # Cancel safety
 ///
@@ -310,27 +449,8 @@ where
     T: Transport,
     S: Identity + ?Sized,
 {
-    transport.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
-    let authenticated = bounded(config.timeout, async {
-        let challenge = match next_message(transport, "challenge").await {
-            Ok(challenge) => challenge,
-            Err(e) => return Err(other_framing(&*transport, None, e)),
-        };
-        let answer = responder.answer(signer, challenge.clone(), config.clock.now());
-        if let Some(reply) = answer.reply {
-            transport.send(reply).await?;
-        }
-        match answer.outcome {
-            Ok(authenticated) => Ok(authenticated),
-            Err(e @ (HandshakeError::Malformed(_) | HandshakeError::Unexpected { .. })) => {
-                Err(other_framing(&*transport, Some(&challenge), e.into()))
-            }
-            Err(e) => Err(e.into()),
-        }
-    })
-    .await?;
-    transport.set_max_message_length(config.max_message_length);
-    Ok(authenticated)
+    let mut session = server_session(signer, responder, config);
+    open(transport, &mut session, signer, config, "challenge").await
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use bijou_proto::message::{
     Audience, BatchSyncResponse, CommitId, LooseCommit, Message, MessageError, RemoteHeads,
     SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult,
 };
-use bijou_proto::session::Rejected;
+use bijou_proto::session::{Rejected, SessionConfig};
 use bijou_proto::time::Now;
 use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
@@ -219,6 +219,7 @@ fn the_budget_waits_without_a_tokio_runtime() {
         LengthChecked::new(rx, futures::sink::drain()),
         bob.peer_id(),
         answer.outcome.expect("accepted"),
+        SessionConfig::new([2; 32]),
     );
     conn.set_verify_budget(VerifyBudget::new(100, 10));
     for commits in [(0..30).map(commit).collect(), vec![commit(31)]] {

@@ -17,7 +17,7 @@ use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::message::{
     Audience, EphemeralPayload, MessageError, SignedEphemeral, Topic, Topics,
 };
-use bijou_proto::session::{Delivered, Received, Rejected};
+use bijou_proto::session::{Delivered, Received, Rejected, SessionConfig};
 use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
@@ -374,6 +374,7 @@ fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
         LengthChecked::new(counted, Stuck),
         bob.peer_id(),
         answer.outcome.expect("accepted"),
+        SessionConfig::new([2; 32]),
     );
     let mut limits = EphemeralConfig::default();
     limits.max_remote_topics = 1;

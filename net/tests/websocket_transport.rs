@@ -633,7 +633,7 @@ async fn silent_initiator_times_out_at_the_responder() {
         let started = tokio::time::Instant::now();
         let result = server.await.expect("join");
         assert!(
-            matches!(result, Err(ConnectError::Timeout { after }) if after == Duration::from_millis(300)),
+            matches!(result, Err(ConnectError::Timeout { after, .. }) if after == Duration::from_millis(300)),
             "{:?}",
             result.map(|_| ())
         );
@@ -674,7 +674,7 @@ async fn silent_responder_times_out_at_the_initiator() {
         )
         .await;
         assert!(
-            matches!(result, Err(ConnectError::Timeout { after }) if after == Duration::from_millis(300)),
+            matches!(result, Err(ConnectError::Timeout { after, .. }) if after == Duration::from_millis(300)),
             "{:?}",
             result.map(|_| ())
         );

@@ -223,6 +223,9 @@ pub enum PublishError {
         /// The most that may.
         max: usize,
     },
+    /// The session closed (`Session::publish`): connect again.
+    #[error("the session is closed: nothing more is published on it; connect again")]
+    Closed,
 }
 
 /// A peer's Subscribe, applied: the topics now recorded, and those refused

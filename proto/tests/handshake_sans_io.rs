@@ -457,3 +457,261 @@ fn a_signer_that_answers_later_signs_the_same_handshake() {
         server.peer_id()
     );
 }
+
+// The session's own handshake: `Session::client` and `Session::server`
+// run it from the first byte, through `poll` alone.
+
+mod session {
+    use std::time::Duration;
+
+    use bijou_proto::handshake::HANDSHAKE_MAX_MESSAGE_LENGTH;
+    use bijou_proto::handshake::{HandshakeConfig, HandshakeError, Responder};
+    use bijou_proto::message::{Audience, RejectionReason};
+    use bijou_proto::session::{
+        Busy, Close, Event, Output, Session, SessionConfig, DEFAULT_HANDSHAKE_TIMEOUT,
+    };
+    use bijou_signing::{ed25519_dalek::SigningKey, Identity};
+    use bijou_test_support::pair::{at, Pair, Signer};
+    use bytes::Bytes;
+
+    #[test]
+    fn a_client_and_a_server_session_authenticate_each_other_through_poll_alone() {
+        let mut pair = Pair::new(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+        for peer in [&pair.client, &pair.server] {
+            assert!(!peer.session.is_established());
+            assert_eq!(peer.session.max_message_len(), HANDSHAKE_MAX_MESSAGE_LENGTH);
+            assert_eq!(peer.session.remote_peer(), None);
+        }
+        pair.run();
+        assert!(pair.client.established() && pair.server.established());
+        assert_eq!(
+            pair.client.session.remote_peer(),
+            Some(pair.server.key.peer_id())
+        );
+        assert_eq!(
+            pair.server.session.remote_peer(),
+            Some(pair.client.key.peer_id())
+        );
+        // One signature each: the challenge, the response.
+        assert_eq!((pair.client.signed, pair.server.signed), (1, 1));
+        // The maximum rises once the peer is authenticated.
+        let configured = SessionConfig::new([0; 32]).max_message_len;
+        assert_eq!(pair.client.session.max_message_len(), configured);
+        assert_eq!(pair.server.session.max_message_len(), configured);
+        assert_eq!(
+            pair.client
+                .session
+                .authenticated()
+                .map(|a| a.challenge_digest()),
+            pair.server
+                .session
+                .authenticated()
+                .map(|a| a.challenge_digest())
+        );
+        assert!(pair.client.session.authenticated().is_some());
+    }
+
+    #[test]
+    fn the_same_seeds_give_the_same_handshake_bytes() {
+        let bytes = |seed: u8| {
+            let config = SessionConfig::new([seed; 32]);
+            let mut pair = Pair::new(config, SessionConfig::new([2; 32]));
+            pair.client.drain(at(0));
+            pair.client.outbox.clone()
+        };
+        assert_eq!(bytes(1), bytes(1));
+        assert_ne!(bytes(1), bytes(3), "the nonce comes from the seed");
+    }
+
+    #[test]
+    fn a_signer_that_answers_turns_later_completes_the_handshake() {
+        let mut pair = Pair::new(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+        pair.client.signer = Signer::After(3);
+        pair.server.signer = Signer::After(5);
+        pair.turn();
+        assert!(pair.client.outbox.is_empty() && pair.server.inbox.is_empty());
+        assert_eq!(pair.client.open_requests().len(), 1, "the challenge waits");
+        pair.run();
+        assert!(pair.client.established() && pair.server.established());
+        assert!(pair.client.open_requests().is_empty());
+    }
+
+    #[test]
+    fn a_signer_that_never_answers_ends_in_the_deadline_waiting_for_it() {
+        let mut pair = Pair::new(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+        pair.client.signer = Signer::Never;
+        pair.run();
+        pair.advance(DEFAULT_HANDSHAKE_TIMEOUT - Duration::from_secs(1));
+        assert!(pair.client.closed().is_none());
+        pair.advance(Duration::from_secs(1));
+        match pair.client.closed() {
+            Some(Close::HandshakeTimedOut { after, waiting_for }) => {
+                assert_eq!(*after, DEFAULT_HANDSHAKE_TIMEOUT);
+                assert_eq!(*waiting_for, "signer");
+            }
+            other => panic!("{other:?}"),
+        }
+        match pair.server.closed() {
+            Some(Close::HandshakeTimedOut { waiting_for, .. }) => {
+                assert_eq!(*waiting_for, "challenge");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(pair.client.session.is_closed() && pair.server.session.is_closed());
+    }
+
+    #[test]
+    fn a_lost_response_ends_the_client_by_its_own_deadline() {
+        let mut config = SessionConfig::new([1; 32]);
+        config.handshake_timeout = Duration::from_secs(3);
+        let mut pair = Pair::new(config, SessionConfig::new([2; 32]));
+        pair.client.drain(at(0));
+        pair.deliver();
+        pair.server.drain(at(0));
+        pair.server.outbox.clear(); // the response is lost
+        assert!(pair.server.established());
+        pair.advance(Duration::from_secs(3));
+        match pair.client.closed() {
+            Some(Close::HandshakeTimedOut { after, waiting_for }) => {
+                assert_eq!((*after, *waiting_for), (Duration::from_secs(3), "response"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_first_message_over_256_bytes_closes_the_server_before_any_parsing() {
+        let mut pair = Pair::new(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+        let junk = Bytes::from(vec![0_u8; HANDSHAKE_MAX_MESSAGE_LENGTH + 1]);
+        pair.server.inbox.push_back(junk);
+        pair.server.drain(at(0));
+        match pair.server.closed() {
+            Some(Close::Handshake(HandshakeError::TooLarge { len, max })) => {
+                assert_eq!((*len, *max), (257, HANDSHAKE_MAX_MESSAGE_LENGTH));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(pair.server.outbox.is_empty(), "nothing answers junk");
+        // Closed: nothing more is taken.
+        let late = Bytes::from_static(b"late");
+        assert_eq!(
+            pair.server.session.handle_message(late.clone(), at(0)),
+            Err(Busy(late))
+        );
+    }
+
+    #[test]
+    fn a_refused_challenge_is_answered_with_its_rejection_then_both_close() {
+        let (alice, bob) = (
+            SigningKey::from_bytes(&[1; 32]),
+            SigningKey::from_bytes(&[2; 32]),
+        );
+        let stranger = SigningKey::from_bytes(&[9; 32]).peer_id();
+        let client = Session::client(
+            alice.verifying_key(),
+            Audience::Known(stranger),
+            at(0),
+            SessionConfig::new([1; 32]),
+        );
+        let server = Session::server(
+            bob.verifying_key(),
+            Responder::new(HandshakeConfig::default()),
+            at(0),
+            SessionConfig::new([2; 32]),
+        );
+        let mut pair = Pair::from_sessions(client, server);
+        pair.run();
+        match pair.server.closed() {
+            Some(Close::Handshake(HandshakeError::Refused(why))) => {
+                assert_eq!(why.reason(), RejectionReason::InvalidAudience);
+            }
+            other => panic!("{other:?}"),
+        }
+        match pair.client.closed() {
+            Some(Close::Handshake(HandshakeError::Rejected { reason, sent, .. })) => {
+                assert_eq!(*reason, RejectionReason::InvalidAudience);
+                assert_eq!(*sent, Audience::Known(stranger));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!pair.client.established() && !pair.server.established());
+    }
+
+    #[test]
+    fn a_message_out_of_turn_is_given_back_never_dropped() {
+        let mut client = Session::client(
+            SigningKey::from_bytes(&[1; 32]).verifying_key(),
+            Audience::Known(SigningKey::from_bytes(&[2; 32]).peer_id()),
+            at(0),
+            SessionConfig::new([1; 32]),
+        );
+        // The challenge waits for its signature: no message is taken.
+        let Output::Sign(_) = client.poll(at(0)) else {
+            panic!("the challenge is signed first")
+        };
+        let early = Bytes::from_static(b"too early");
+        assert!(matches!(
+            client.poll(at(0)),
+            Output::Wait { read: false, .. }
+        ));
+        assert_eq!(
+            client.handle_message(early.clone(), at(0)),
+            Err(Busy(early))
+        );
+    }
+
+    #[test]
+    fn a_peer_that_closes_mid_handshake_ends_it_with_a_typed_close() {
+        let mut pair = Pair::new(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+        pair.client.drain(at(0));
+        pair.client.session.handle_close();
+        pair.client.drain(at(0));
+        assert!(matches!(pair.client.closed(), Some(Close::PeerClosed)));
+        assert!(!pair.client.established());
+        assert!(pair
+            .client
+            .events
+            .iter()
+            .all(|event| matches!(event, Event::Closed(_))));
+    }
+}
+
+mod not_open {
+    use bijou_proto::ephemeral::PublishError;
+    use bijou_proto::message::{SedimentreeId, Topic};
+    use bijou_proto::session::{Operation, SessionConfig, StartError};
+    use bijou_test_support::pair::{at, Pair};
+
+    #[test]
+    fn an_operation_before_the_handshake_or_after_close_is_refused_and_sends_nothing() {
+        let mut pair = Pair::new(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+        let deadline = at(10).monotonic;
+        let fetch = || Operation::Fetch(SedimentreeId::new([9; 32]));
+        assert_eq!(
+            pair.client.session.start(fetch(), deadline).map(|_| ()),
+            Err(StartError::NotOpen { kind: "fetch" })
+        );
+        pair.client.drain(at(0));
+        assert_eq!(pair.client.outbox.len(), 1, "the challenge alone");
+        pair.run();
+        assert!(pair.client.session.start(fetch(), deadline).is_ok());
+        pair.client.session.close();
+        pair.client.drain(at(0));
+        pair.client.outbox.clear();
+        assert_eq!(
+            pair.client.session.start(fetch(), deadline).map(|_| ()),
+            Err(StartError::NotOpen { kind: "fetch" })
+        );
+        assert!(matches!(
+            pair.client
+                .session
+                .publish(Topic::new([1; 32]), &b"late"[..], at(1)),
+            Err(PublishError::Closed)
+        ));
+        pair.client.drain(at(1));
+        assert!(
+            pair.client.outbox.is_empty(),
+            "nothing goes out after close"
+        );
+    }
+}

@@ -13,6 +13,7 @@
 //! | `strategy` | `proptest` | proptest strategies for every sync and handshake message |
 //! | `fuzz` | `fuzz` | the structure-aware mutation fuzz: a deterministic generator, valid specimens with their field maps, mutators, framed streams |
 //! | `checks` | `fuzz` | the fuzz oracles: one check per cargo-fuzz target, shared with the CI-scale mutation fuzz and the regression replay |
+//! | [`pair`] | | two sessions back to back on a virtual clock, handshake included: the one pair helper |
 //! | [`heap`] | | the heap a call peaks at and holds, with a counting allocator, and `per_byte x input + constant` bounds |
 //! | `echo` | `echo` | an echo server and an honest sender over loopback TCP |
 //! | `keyhive_node` | `keyhive` | a Subduction node with keyhive in process (their crates), its client, push and fetch |
@@ -37,5 +38,6 @@ pub mod keyhive_node;
 #[cfg(feature = "longpoll_oracle")]
 pub mod longpoll_oracle;
 pub mod messages;
+pub mod pair;
 #[cfg(feature = "proptest")]
 pub mod strategy;

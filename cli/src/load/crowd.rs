@@ -15,7 +15,7 @@ use bijou_frame::net::handshake::ConnectConfig;
 use bijou_frame::net::Connection;
 use bijou_frame::proto::handshake::{Initiator, HANDSHAKE_MAX_MESSAGE_LENGTH};
 use bijou_frame::proto::message::{Audience, SedimentreeId};
-use bijou_frame::proto::session::{Operation, Outcome};
+use bijou_frame::proto::session::{Operation, Outcome, SessionConfig};
 use bijou_frame::proto::time::Clock;
 use bijou_frame::signing::ed25519_dalek::SigningKey;
 use bijou_frame::signing::Identity as _;
@@ -140,7 +140,8 @@ pub fn check(answered: Answered) -> Result<Held, &'static str> {
         _ => "bad_response",
     })?;
     carrier.set_max_message_length(ConnectConfig::default().max_message_length);
-    let conn = Connection::established(carrier, key.peer_id(), authenticated);
+    let config = SessionConfig::new(rand::random());
+    let conn = Connection::established(carrier, key.peer_id(), authenticated, config);
     Ok(Held { conn, key })
 }
 

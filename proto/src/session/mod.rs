@@ -566,13 +566,19 @@ impl Session {
     ///
     /// # Errors
     ///
-    /// [`StartError`]: a push of something other than a LooseCommit, or a
-    /// message that cannot be encoded. Nothing is sent or recorded.
+    /// [`StartError`]: a push of something other than a LooseCommit, a
+    /// message that cannot be encoded, or a session not open (before
+    /// [`Event::Established`], after close). Nothing is sent or recorded.
     pub fn start(
         &mut self,
         operation: Operation,
         deadline: Timestamp,
     ) -> Result<OperationId, StartError> {
+        if !self.is_established() {
+            return Err(StartError::NotOpen {
+                kind: operation.kind_name(),
+            });
+        }
         let local = self.local;
         let (id, first) = self.operations_mut().start(operation, local, deadline)?;
         if let Some(first) = first {
@@ -893,19 +899,24 @@ impl Session {
     /// its signature is asked for ([`Output::Sign`]) and the message sent
     /// ([`Output::Transmit`]) once it is given, publishes in the order
     /// they were made. At most [`MAX_UNSIGNED_PUBLISHES`] wait for their
-    /// signature at once.
+    /// signature at once. Published during the handshake, it waits for
+    /// [`Event::Established`].
     ///
     /// # Errors
     ///
     /// [`PublishError::TooLarge`] above the payload limit;
     /// [`PublishError::Backlog`] while [`MAX_UNSIGNED_PUBLISHES`] wait
-    /// for the signer. Nothing was queued.
+    /// for the signer; [`PublishError::Closed`] once the session closed.
+    /// Nothing was queued.
     pub fn publish(
         &mut self,
         topic: Topic,
         payload: impl Into<Bytes>,
         now: Now,
     ) -> Result<(), PublishError> {
+        if self.is_closed() {
+            return Err(PublishError::Closed);
+        }
         let waiting = self.extras.as_ref().map_or(0, |e| e.publishing.len());
         if waiting >= MAX_UNSIGNED_PUBLISHES {
             return Err(PublishError::Backlog {
@@ -1038,6 +1049,7 @@ impl Session {
         if let Phase::Opened(None) = self.phase {
             self.phase = Phase::Open;
             if let Some(remote) = self.remote {
+                self.tidy_extras();
                 return Output::Event(Event::Established(remote));
             }
         }
@@ -1089,9 +1101,26 @@ impl Session {
                 }
             }
         }
+        self.tidy_extras();
         Output::Wait {
             read: self.wants_message(),
             until: self.deadline(),
+        }
+    }
+
+    /// Frees the extras' box once it holds nothing (an idle connection
+    /// keeps none; sign ids may start again from 1 then, as no request is
+    /// open).
+    fn tidy_extras(&mut self) {
+        let empty = self.extras.as_ref().is_some_and(|e| {
+            e.book.is_empty()
+                && e.publishing.is_empty()
+                && e.ephemeral.is_none()
+                && e.outbound.is_empty()
+                && e.operations.is_none()
+        });
+        if empty {
+            self.extras = None;
         }
     }
 

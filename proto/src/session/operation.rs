@@ -106,6 +106,21 @@ pub enum Operation {
     Subscribe(Topics),
 }
 
+impl Operation {
+    /// The operation's name, for errors: `"push"`, `"fetch"`, `"probe"`,
+    /// `"registration"` or `"subscribe"`.
+    #[must_use]
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Self::Push(_) => "push",
+            Self::Fetch(_) => "fetch",
+            Self::Probe(_) => "probe",
+            Self::Register(_) => "registration",
+            Self::Subscribe(_) => "subscribe",
+        }
+    }
+}
+
 /// What a finished operation established.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -222,6 +237,13 @@ pub enum StartError {
     /// its field (a Subscribe of more than 65,535 topics, say).
     #[error(transparent)]
     Encode(#[from] WriteError),
+    /// The session is not open: the peer is not authenticated yet, or the
+    /// session closed.
+    #[error("refused to start a {kind}: the session is not open (wait for Event::Established; after Event::Closed, connect again)")]
+    NotOpen {
+        /// What it was.
+        kind: &'static str,
+    },
 }
 
 /// [`Session::sign_with`](super::Session::sign_with) was given another

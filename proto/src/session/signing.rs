@@ -43,7 +43,8 @@ use bijou_signing::ed25519_dalek::{Signature, SignatureError, VerifyingKey};
 use bijou_signing::{Identity, PeerId};
 use bytes::Bytes;
 
-/// A sign request's id: unique within its session, counting from 1.
+/// A sign request's id: unique among a session's open requests, counting
+/// from 1 (once none is open, the count may start again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SignId(u64);
 
