@@ -1,16 +1,29 @@
 //! A minimal Subduction client on `bijou-proto` without std: the handshake,
 //! a push and a fetch, and verified delivery of the answers, sans-IO.
 //!
+//! One session from the first byte to close, driven by one loop over its
+//! one output queue:
+//!
 //! ```text
-//!   connect(key, server, now, seed)      ──► (Handshaking, challenge bytes) ──► send
-//!   Handshaking::finish(reply)            ──► Client                         ◄── receive
-//!   Client::push(tree, head, blob, now)   ──► (id, LooseCommit bytes)        ──► send
-//!   Client::fetch(tree, now)              ──► (id, BatchSyncRequest bytes)   ──► send
-//!   Client::receive(bytes, now)           ──► Received, or an operation's end ◄── receive
+//!   let mut client = connect(key, server, now, seed);
+//!   loop {
+//!       match client.poll(now) {
+//!           Output::Sign(request)          => client.sign(&request)?,   // the handshake's challenge
+//!           Output::Transmit(bytes)        => send the bytes to the server, as one message
+//!           Output::Event(Established(_))  => client.push(..)?, client.fetch(..)?
+//!           Output::Event(Completed(done)) => a push acknowledged, a fetch answered (verified)
+//!           Output::Event(Received(msg))   => anything else the server sent, verified
+//!           Output::Event(Closed(why))     => the end
+//!           Output::Continue               => (yield to the host first if it has run long)
+//!           Output::Wait { read, until }   => client.receive(next message, now) if `read`;
+//!                                             poll again by `until`
+//!       }
+//!   }
 //! ```
 //!
 //! Push and fetch are session operations: the acknowledgement and the
-//! response end them ([`Client::completed`]), matched by the session.
+//! response end them ([`Event::Completed`]), matched by the session, and
+//! are not also delivered.
 //!
 //! It is what a browser or a Worker would compile: its size for
 //! `wasm32-unknown-unknown` is the protocol's cost there
@@ -21,37 +34,37 @@
 
 extern crate alloc;
 
-use bijou_proto::handshake::{HandshakeError, Initiator};
 use core::time::Duration;
 
-use bijou_codec::Wire;
 use bijou_proto::message::{Audience, CommitId, SedimentreeId, SyncMessage};
-use bijou_proto::rng::SeededRng;
 use bijou_proto::session::{
-    Completed, Operation, OperationId, Received, Session, SessionConfig, StartError, Work,
+    Busy, Operation, OperationId, Output, Session, SessionConfig, SignRequest, SignatureRefused,
+    StartError,
 };
 use bijou_proto::time::Now;
 use bijou_signing::ed25519_dalek::SigningKey;
-use bijou_signing::{Blob, Identity, PeerId, SealError};
+use bijou_signing::{Blob, PeerId, SealError};
 use bytes::Bytes;
+
+#[cfg(doc)]
+use bijou_proto::session::Event;
 
 /// Why the client could not go on.
 #[derive(Debug)]
 pub enum ClientError {
-    /// The handshake failed.
-    Handshake(HandshakeError),
-    /// A message could not be signed.
+    /// A commit could not be signed.
     Seal(SealError),
     /// The session refused to start an operation.
     Start(StartError),
-    /// A message arrived while the last one was still being verified.
-    Busy,
-}
-
-impl From<HandshakeError> for ClientError {
-    fn from(e: HandshakeError) -> Self {
-        Self::Handshake(e)
-    }
+    /// The session refused our signature (it is not over what it asked,
+    /// or not by its key).
+    Sign(SignatureRefused),
+    /// A message was handed in while the session takes none
+    /// ([`Output::Wait`] said `read: false`); the bytes are in it.
+    Busy(Busy),
+    /// A push or a fetch before [`Event::Established`] or after
+    /// [`Event::Closed`].
+    NotOpen,
 }
 
 impl From<SealError> for ClientError {
@@ -66,67 +79,36 @@ impl From<StartError> for ClientError {
     }
 }
 
-/// How long a push or a fetch may wait for its answer.
-pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A handshake under way: the challenge was sent, the reply is awaited.
-pub struct Handshaking {
-    key: SigningKey,
-    initiator: Initiator,
-    rng: SeededRng,
-}
-
-/// Starts the handshake with `server` as `key` at `now`; every random draw
-/// comes from `seed`. Returns the challenge to send.
-///
-/// # Errors
-///
-/// [`ClientError::Handshake`] if the challenge cannot be signed.
-pub fn connect(
-    key: [u8; 32],
-    server: [u8; 32],
-    now: Now,
-    seed: [u8; 32],
-) -> Result<(Handshaking, Bytes), ClientError> {
-    let key = SigningKey::from_bytes(&key);
-    let mut rng = SeededRng::from_seed(seed);
-    let audience = Audience::Known(PeerId::from_bytes(server));
-    let initiator = Initiator::new(&key, audience, now, rng.bytes())?;
-    let challenge = initiator.challenge().clone();
-    Ok((
-        Handshaking {
-            key,
-            initiator,
-            rng,
-        },
-        challenge,
-    ))
-}
-
-impl Handshaking {
-    /// Takes the server's reply: the authenticated client.
-    ///
-    /// # Errors
-    ///
-    /// [`ClientError::Handshake`]: refused, or not the server's answer.
-    pub fn finish(mut self, reply: Bytes) -> Result<Client, ClientError> {
-        let remote = self.initiator.receive(reply)?;
-        let session = Session::new(
-            self.key.peer_id(),
-            remote,
-            SessionConfig::new(self.rng.bytes()),
-        );
-        Ok(Client {
-            key: self.key,
-            session,
-        })
+impl From<SignatureRefused> for ClientError {
+    fn from(e: SignatureRefused) -> Self {
+        Self::Sign(e)
     }
 }
 
-/// An authenticated client.
+impl From<Busy> for ClientError {
+    fn from(e: Busy) -> Self {
+        Self::Busy(e)
+    }
+}
+
+/// How long a push or a fetch may wait for its answer.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A client's session with its key.
 pub struct Client {
     key: SigningKey,
     session: Session,
+}
+
+/// Opens a session with `server` as `key` at `now`; every random draw
+/// comes from `seed`. Nothing is sent yet: the first [`Client::poll`]s
+/// ask for the challenge to be signed, then hand it out to send.
+#[must_use]
+pub fn connect(key: [u8; 32], server: [u8; 32], now: Now, seed: [u8; 32]) -> Client {
+    let key = SigningKey::from_bytes(&key);
+    let audience = Audience::Known(PeerId::from_bytes(server));
+    let session = Session::client(key.verifying_key(), audience, now, SessionConfig::new(seed));
+    Client { key, session }
 }
 
 impl Client {
@@ -136,81 +118,90 @@ impl Client {
         &self.session
     }
 
-    /// Starts pushing a commit of `blob` to `tree`, signed, at `now`: the
-    /// operation's id and the message to send. It ends when the server's
-    /// HeadsUpdate names the commit ([`Client::completed`]).
+    /// The next thing to do, at `now`: the session's [`Output`], in the
+    /// order the protocol decided (see the [crate docs](crate)).
+    pub fn poll(&mut self, now: Now) -> Output {
+        self.session.poll(now)
+    }
+
+    /// Answers an [`Output::Sign`] with the client's key.
     ///
     /// # Errors
     ///
-    /// [`ClientError::Seal`] or [`ClientError::Start`].
+    /// [`ClientError::Sign`]: not a request of this session's, or already
+    /// answered.
+    pub fn sign(&mut self, request: &SignRequest) -> Result<(), ClientError> {
+        Ok(self.session.sign_with(request, &self.key)?)
+    }
+
+    /// Hands in one message received from the server at `now` (only
+    /// while [`Output::Wait`] says `read`): what it leads to comes out
+    /// of [`Client::poll`].
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Busy`], with the bytes, if the session takes no
+    /// message now.
+    pub fn receive(&mut self, bytes: Bytes, now: Now) -> Result<(), ClientError> {
+        Ok(self.session.handle_message(bytes, now)?)
+    }
+
+    /// The connection to the server ended: what was received is still
+    /// delivered, the operations in flight end, then [`Event::Closed`].
+    pub fn handle_close(&mut self) {
+        self.session.handle_close();
+    }
+
+    /// Starts pushing a commit of `blob` to `tree`, signed, at `now`: the
+    /// operation's id. The commit comes out of [`Client::poll`] to send;
+    /// the push ends ([`Event::Completed`]) when the server's HeadsUpdate
+    /// names it.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::NotOpen`], [`ClientError::Seal`] or
+    /// [`ClientError::Start`].
     pub fn push(
         &mut self,
         tree: [u8; 32],
         head: [u8; 32],
         blob: &[u8],
         now: Now,
-    ) -> Result<(OperationId, Bytes), ClientError> {
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
         let message = SyncMessage::loose_commit(
             &self.key,
             SedimentreeId::new(tree),
             CommitId::new(head),
             [],
-            Blob::from(bytes::Bytes::copy_from_slice(blob)),
+            Blob::from(Bytes::copy_from_slice(blob)),
         )?;
         self.start(Operation::Push(message), now)
     }
 
     /// Starts fetching everything in `tree` (nothing known yet) at `now`:
-    /// the operation's id and the request to send.
+    /// the operation's id. The request comes out of [`Client::poll`] to
+    /// send; the fetch ends ([`Event::Completed`]) with the verified
+    /// response.
     ///
     /// # Errors
     ///
-    /// [`ClientError::Start`].
-    pub fn fetch(&mut self, tree: [u8; 32], now: Now) -> Result<(OperationId, Bytes), ClientError> {
+    /// [`ClientError::NotOpen`] or [`ClientError::Start`].
+    pub fn fetch(&mut self, tree: [u8; 32], now: Now) -> Result<OperationId, ClientError> {
+        self.check_open()?;
         self.start(Operation::Fetch(SedimentreeId::new(tree)), now)
     }
 
-    fn start(
-        &mut self,
-        operation: Operation,
-        now: Now,
-    ) -> Result<(OperationId, Bytes), ClientError> {
+    fn check_open(&self) -> Result<(), ClientError> {
+        if self.session.is_established() {
+            Ok(())
+        } else {
+            Err(ClientError::NotOpen)
+        }
+    }
+
+    fn start(&mut self, operation: Operation, now: Now) -> Result<OperationId, ClientError> {
         let deadline = now.monotonic.saturating_add(OPERATION_TIMEOUT);
-        let id = self.session.start(operation, deadline)?;
-        // A push or a fetch sends one message, checked by `start`.
-        let message = self.session.poll_transmit();
-        let bytes = message.map(|m| m.encode()).transpose();
-        let bytes = bytes.map_err(StartError::Encode)?;
-        Ok((id, bytes.unwrap_or_default()))
-    }
-
-    /// The next operation that ended (its outcome, or why not), oldest
-    /// first.
-    pub fn completed(&mut self) -> Option<Completed> {
-        self.session.poll_completed()
-    }
-
-    /// Takes one received message at `now` and verifies it: what it
-    /// delivered, or `None` when an operation took it ([`Client::completed`])
-    /// or while the verification budget makes it wait (call again with a
-    /// later `now`). Operations past their deadline end here too.
-    ///
-    /// # Errors
-    ///
-    /// [`ClientError::Busy`] if a message is still waiting for its turn.
-    pub fn receive(&mut self, bytes: Bytes, now: Now) -> Result<Option<Received>, ClientError> {
-        let _ = self.session.handle_timeout(now);
-        if !bytes.is_empty() {
-            self.session
-                .handle_message(bytes, now)
-                .map_err(|_| ClientError::Busy)?;
-        }
-        loop {
-            match self.session.poll_work(now) {
-                Work::More => continue,
-                Work::Wait(_) => return Ok(None),
-                Work::Idle => return Ok(self.session.poll_event()),
-            }
-        }
+        Ok(self.session.start(operation, deadline)?)
     }
 }
