@@ -9,16 +9,14 @@
 use std::time::Duration;
 
 use bijou_codec::Wire;
-use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_proto::keyhive::{
     Access, DocumentKey, Grantee, KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive,
     SukMessage,
 };
 use bijou_proto::message::EphemeralMessage;
 use bijou_proto::message::{
-    Audience, BatchSyncResponse, CommitId, Fragment, HeadsUpdate, LooseCommit, Message,
-    RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult, Topic, Topics,
-    VerifiedItem,
+    BatchSyncResponse, CommitId, Fragment, HeadsUpdate, LooseCommit, Message, RemoteHeads,
+    SedimentreeId, SignedItem, SyncDiff, SyncMessage, SyncResult, Topic, Topics, VerifiedItem,
 };
 use bijou_proto::session::{
     Completed, Delivered, Operation, OperationError, OperationId, Outcome, Received, Session,
@@ -26,6 +24,7 @@ use bijou_proto::session::{
 };
 use bijou_proto::time::{Now, Timestamp};
 use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+use bijou_test_support::pair as kit;
 use bytes::Bytes;
 
 const T0: u64 = 1_800_000_000;
@@ -49,11 +48,8 @@ struct Pair {
     server_key: SigningKey,
     client: Session,
     server: Session,
-    /// Commits the server holds.
-    stored: Vec<SignedItem<LooseCommit>>,
-    /// Keyhive events the server holds (a registration is then known).
-    known_events: usize,
-    mode: Server,
+    /// The server's side, played.
+    played: Played,
     /// Messages from client to server, encoded, not yet read.
     to_server: Vec<Bytes>,
     /// Messages from server to client, encoded, not yet read.
@@ -67,37 +63,23 @@ struct Pair {
     completions: Vec<Completed>,
 }
 
+/// The server's settings: at most two remote topics.
+fn server_config() -> SessionConfig {
+    let mut config = SessionConfig::new([2; 32]);
+    config.ephemeral.max_remote_topics = 2;
+    config
+}
+
 impl Pair {
+    /// The shared kit's connected pair, driven here step by step.
     fn new(mode: Server) -> Self {
-        let (client_key, server_key) = (
-            SigningKey::from_bytes(&[1; 32]),
-            SigningKey::from_bytes(&[2; 32]),
-        );
-        let now = at(0);
-        let initiator = Initiator::new(
-            &client_key,
-            Audience::Known(server_key.peer_id()),
-            now,
-            [7; 16],
-        )
-        .unwrap();
-        let answer = Responder::new(HandshakeConfig::default()).answer(
-            &server_key,
-            initiator.challenge().clone(),
-            now,
-        );
-        let at_server = answer.outcome.unwrap();
-        let at_client = initiator.receive(answer.reply.unwrap()).unwrap();
-        let mut server_config = SessionConfig::new([2; 32]);
-        server_config.ephemeral.max_remote_topics = 2;
+        let kit = kit::Pair::connected_with(SessionConfig::new([1; 32]), server_config());
         Self {
-            client: Session::new(client_key.peer_id(), at_client, SessionConfig::new([1; 32])),
-            server: Session::new(server_key.peer_id(), at_server, server_config),
-            client_key,
-            server_key,
-            stored: Vec::new(),
-            known_events: 0,
-            mode,
+            client: kit.client.session,
+            server: kit.server.session,
+            client_key: kit.client.key,
+            server_key: kit.server.key,
+            played: Played::new(mode),
             to_server: Vec::new(),
             to_client: Vec::new(),
             delivered: Vec::new(),
@@ -187,21 +169,54 @@ impl Pair {
     /// The played server's answer to what it received.
     fn serve(&mut self, received: Option<Received>) {
         let Some(received) = received else { return };
+        if let Some(answer) = self.played.answer(received) {
+            self.reply(answer);
+        }
+    }
+}
+
+/// The server's side of the protocol, played: what it stores and answers.
+struct Played {
+    client_key: SigningKey,
+    server_key: SigningKey,
+    /// Commits the server holds.
+    stored: Vec<SignedItem<LooseCommit>>,
+    /// Keyhive events the server holds (a registration is then known).
+    known_events: usize,
+    mode: Server,
+}
+
+impl Played {
+    fn new(mode: Server) -> Self {
+        Self {
+            client_key: SigningKey::from_bytes(&[1; 32]),
+            server_key: SigningKey::from_bytes(&[2; 32]),
+            stored: Vec::new(),
+            known_events: 0,
+            mode,
+        }
+    }
+
+    /// The answer to what the server received, if any.
+    fn answer(&mut self, received: Received) -> Option<Message> {
         if self.mode == Server::Silent {
-            return;
+            return None;
         }
         match received.result {
             Ok(Delivered::Sync(verified)) => match verified.message {
                 SyncMessage::LooseCommit(commit) => {
                     let Some(VerifiedItem::Commit(payload, _)) = verified.items.first() else {
-                        return;
+                        return None;
                     };
                     let head = payload.payload().head();
                     self.stored.push(commit.item);
-                    self.reply(SyncMessage::HeadsUpdate(HeadsUpdate {
-                        id: commit.id,
-                        heads: RemoteHeads::new(self.stored.len() as u64, [head]),
-                    }));
+                    Some(
+                        SyncMessage::HeadsUpdate(HeadsUpdate {
+                            id: commit.id,
+                            heads: RemoteHeads::new(self.stored.len() as u64, [head]),
+                        })
+                        .into(),
+                    )
                 }
                 SyncMessage::BatchSyncRequest(request) => {
                     let result = if request.id == tree() {
@@ -216,15 +231,18 @@ impl Pair {
                     } else {
                         SyncResult::NotFound
                     };
-                    self.reply(SyncMessage::BatchSyncResponse(BatchSyncResponse {
-                        requestor: request.requestor,
-                        nonce: request.nonce,
-                        id: request.id,
-                        result,
-                        responder_heads: RemoteHeads::default(),
-                    }));
+                    Some(
+                        SyncMessage::BatchSyncResponse(BatchSyncResponse {
+                            requestor: request.requestor,
+                            nonce: request.nonce,
+                            id: request.id,
+                            result,
+                            responder_heads: RemoteHeads::default(),
+                        })
+                        .into(),
+                    )
                 }
-                _ => {}
+                _ => None,
             },
             Ok(Delivered::Keyhive(suk)) => {
                 let me = KeyhivePeer::new(self.server_key.peer_id());
@@ -256,11 +274,11 @@ impl Pair {
                             confirmer_total: self.known_events as u64,
                         }
                     }
-                    _ => return,
+                    _ => return None,
                 };
-                self.reply(keyhive(&self.server_key, answer));
+                Some(keyhive(&self.server_key, answer).into())
             }
-            _ => {}
+            _ => None,
         }
     }
 }
@@ -557,7 +575,7 @@ fn a_registration_runs_keyhive_to_its_confirmation_signing_as_it_goes() {
         "{done:?}"
     );
     assert!(pair.delivered.is_empty(), "every keyhive answer was taken");
-    assert_eq!(pair.known_events, 1);
+    assert_eq!(pair.played.known_events, 1);
 
     // Again: the server knows the event already.
     let again = pair.start(Operation::Register(delegation), at(2));
@@ -760,8 +778,14 @@ fn full_protocol(restore: bool) -> (Vec<String>, u32) {
             other => format!("delivered {other:?}"),
         });
     }
-    seen.push(format!("server stored {} commits", pair.stored.len()));
-    seen.push(format!("server knows {} keyhive events", pair.known_events));
+    seen.push(format!(
+        "server stored {} commits",
+        pair.played.stored.len()
+    ));
+    seen.push(format!(
+        "server knows {} keyhive events",
+        pair.played.known_events
+    ));
     (seen, pair.restores)
 }
 
@@ -832,4 +856,113 @@ fn a_heads_update_naming_many_heads_finds_the_pushes_it_names() {
     assert_eq!(ended, ids[..2].to_vec());
     assert!(pair.client.is_in_flight(ids[2]));
     assert!(pair.delivered.is_empty(), "the update went to the pushes");
+}
+
+/// The shared kit's pair, its server played: every message the server
+/// session delivers is answered as a Subduction server would.
+fn serve_kit(pair: &mut kit::Pair, played: &mut Played) {
+    for _ in 0..1_000 {
+        pair.turn();
+        let received = pair.server.take_received();
+        if received.is_empty() && !pair.turn() {
+            return;
+        }
+        for received in received {
+            if let Some(answer) = played.answer(received) {
+                pair.server.session.send(answer).unwrap();
+            }
+        }
+    }
+    panic!("the pair never settles");
+}
+
+/// One ended operation of the client's, the only one.
+fn ended(pair: &mut kit::Pair) -> Completed {
+    let mut done = pair.client.take_completed();
+    assert_eq!(done.len(), 1, "{done:?}");
+    done.remove(0)
+}
+
+#[test]
+fn a_signer_that_answers_polls_later_runs_the_whole_protocol() {
+    // Both keys sign through the session's sign requests, answered three
+    // and five turns after each is made: handshake, registration,
+    // push, fetch and publish all complete through `poll` alone.
+    let mut pair = kit::Pair::new(SessionConfig::new([1; 32]), server_config());
+    pair.client.signer = kit::Signer::After(3);
+    pair.server.signer = kit::Signer::After(5);
+    let mut played = Played::new(Server::Answers);
+    serve_kit(&mut pair, &mut played);
+    assert!(pair.client.established() && pair.server.established());
+    let deadline = |pair: &kit::Pair| pair.now.monotonic.saturating_add(WAIT);
+
+    // Keyhive registration: its messages are signed one request at a time.
+    let doc = DocumentKey::from_seed([3; 32]);
+    let delegation = doc.root_delegation(Grantee::Public, Access::Edit).unwrap();
+    let before = pair.client.signed;
+    pair.client
+        .session
+        .start(Operation::Register(delegation), deadline(&pair))
+        .unwrap();
+    serve_kit(&mut pair, &mut played);
+    let done = ended(&mut pair);
+    assert!(
+        matches!(
+            done.result,
+            Ok(Outcome::Registered(
+                bijou_proto::keyhive::Outcome::Registered
+            ))
+        ),
+        "{done:?}"
+    );
+    assert!(pair.client.signed > before + 1, "several signatures asked");
+    assert_eq!(played.known_events, 1);
+
+    // Push, then fetch it back.
+    let (message, head) = commit(&pair.client.key, 1, None);
+    pair.client
+        .session
+        .start(Operation::Push(message), deadline(&pair))
+        .unwrap();
+    serve_kit(&mut pair, &mut played);
+    assert!(matches!(ended(&mut pair).result, Ok(Outcome::Pushed { head: h, .. }) if h == head));
+    pair.client
+        .session
+        .start(Operation::Fetch(tree()), deadline(&pair))
+        .unwrap();
+    serve_kit(&mut pair, &mut played);
+    match ended(&mut pair).result {
+        Ok(Outcome::Fetched(verified)) => assert_eq!(verified.items.len(), 1),
+        other => panic!("{other:?}"),
+    }
+
+    // Publish: the server subscribes, the client's publish waits for its
+    // signature, then arrives verified.
+    let topic = Topic::new([5; 32]);
+    pair.server
+        .session
+        .send(EphemeralMessage::Subscribe(Topics::new(vec![topic]).unwrap()).into())
+        .unwrap();
+    serve_kit(&mut pair, &mut played);
+    pair.client
+        .session
+        .publish(topic, &b"cursor at 42"[..], pair.now)
+        .unwrap();
+    pair.turn();
+    assert_eq!(pair.client.open_requests().len(), 1, "the publish waits");
+    assert!(pair.server.take_received().is_empty());
+    for _ in 0..10 {
+        pair.turn();
+    }
+    let received = pair.server.take_received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    let payload = received
+        .into_iter()
+        .next()
+        .and_then(|r| r.result.ok())
+        .and_then(Delivered::into_ephemeral)
+        .expect("a verified ephemeral message");
+    assert_eq!(payload.payload().payload().as_ref(), b"cursor at 42");
+    assert!(pair.client.open_requests().is_empty());
+    assert!(pair.server.open_requests().is_empty());
 }

@@ -155,18 +155,24 @@ impl Peer {
 
     /// Takes the messages delivered so far.
     pub fn take_received(&mut self) -> Vec<Received> {
-        self.take(|event| match event {
-            Event::Received(received) => Ok(received),
-            other => Err(other),
-        })
+        self.take(
+            |event| matches!(event, Event::Received(_)),
+            |event| match event {
+                Event::Received(received) => Some(received),
+                _ => None,
+            },
+        )
     }
 
     /// Takes the operations ended so far.
     pub fn take_completed(&mut self) -> Vec<Completed> {
-        self.take(|event| match event {
-            Event::Completed(completed) => Ok(completed),
-            other => Err(other),
-        })
+        self.take(
+            |event| matches!(event, Event::Completed(_)),
+            |event| match event {
+                Event::Completed(completed) => Some(completed),
+                _ => None,
+            },
+        )
     }
 
     /// How the session closed, if it did.
@@ -186,17 +192,12 @@ impl Peer {
             .any(|event| matches!(event, Event::Established(_)))
     }
 
-    fn take<T>(&mut self, mut pick: impl FnMut(Event) -> Result<T, Event>) -> Vec<T> {
-        let mut taken = Vec::new();
-        let mut kept = Vec::new();
-        for event in self.events.drain(..) {
-            match pick(event) {
-                Ok(item) => taken.push(item),
-                Err(event) => kept.push(event),
-            }
-        }
+    fn take<T>(&mut self, wanted: fn(&Event) -> bool, into: fn(Event) -> Option<T>) -> Vec<T> {
+        let (taken, kept): (Vec<Event>, Vec<Event>) = std::mem::take(&mut self.events)
+            .into_iter()
+            .partition(wanted);
         self.events = kept;
-        taken
+        taken.into_iter().filter_map(into).collect()
     }
 }
 

@@ -1,93 +1,107 @@
-//! [`Session`]: an authenticated connection as a state machine, sans-IO.
+//! [`Session`]: one peer connection as a state machine, sans-IO, from the
+//! first byte of the handshake to its close.
 //!
-//! Whole received messages and the time go in; delivered messages, bytes to
-//! send and the next deadline come out, in the style of quinn-proto's
-//! `Connection`. Nothing here reads a clock, blocks, or does I/O, so an
-//! async shell (`bijou-net`'s `Connection`), a test or a simulation drives
+//! Whole received messages, the time and signatures go in; one queue comes
+//! out ([`Session::poll`]): bytes to send (encoded already), bytes to
+//! sign, events for the application, and when to poll again, in the style
+//! of quinn-proto's `Connection` and Subduction's sans-IO machine. Nothing
+//! here reads a clock, blocks, holds a key or does I/O, so an async shell
+//! (`bijou-net`'s `Connection`), a browser, a test or a simulation drives
 //! it the same way:
 //!
 //! ```text
-//!   transport ── message bytes ──► handle_message(bytes, now)   (only while wants_message())
-//!                                        │ decode; cheap checks answered at once
-//!                                        ▼
-//!                         pending verification ── poll_work(now) ──► Work::More     one step done:
-//!                                        │         (one step:                       yield, call again
-//!                                        │          <= verify_step items,
-//!                                        │          verify_batch)    ──► Work::Wait(t) the budget: call
-//!                                        ▼                                          again at t (poll_timeout)
-//!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
+//!   Session::client(our key, audience, now, config)   Session::server(our key, responder, now, config)
+//!        │ the handshake runs inside: at most 256 B a message, a deadline, then Established or Closed
+//!        ▼
+//!   loop {
+//!       match session.poll(now) {
+//!           Output::Transmit(bytes)    ──► write them to the transport, in order
+//!           Output::Sign(request)      ──► sign request.message() (now or later) ──► handle_signature(id, sig)
+//!           Output::Event(event)       ──► Established | Received | Completed | Closed(why)
+//!           Output::Continue           ──► one bounded verification step done: poll again
+//!           Output::Wait { read, until } ──► read one message if `read` ──► handle_message(bytes, now);
+//!                                          poll again by `until`, or on any input
+//!       }
+//!   }
 //!
-//!   a keyhive (SUK\0) message: decoded like the others (malformed: answered at once);
-//!                                 poll_work ──► its signature, paid from the budget, checked
-//!                                               against the handshake's peer ──► poll_event()
-//!
-//!   the protocol's own messages (a SubscribeRejected for topics over the cap)
-//!                                ──► poll_transmit() ──► bytes to send, before the caller's
-//!                                    (while one waits, wants_message() is false)
-//!
-//!   caller ── start(Operation, deadline) ──► OperationId; its messages ──► poll_transmit()
-//!             push, fetch, probe, keyhive registration, subscribe (see `operation`)
-//!   its answer, verified ──► taken by the operation (not poll_event) ──► poll_completed()
-//!   its deadline ──► poll_timeout() ──► handle_timeout(now) ──► poll_completed(): TimedOut
-//!   a registration's next message ──► needs_signer() ──► sign_with(&key) ──► poll_transmit()
-//!
-//!   caller ── on_send(&msg) / encode(&msg) ──► (refuses handshake messages, records
-//!                                               Subscribe/Unsubscribe) ──► bytes to send
-//!   (the one send rule, however a message leaves: encoded here, written
-//!    in place by a transport, or forwarded as received bytes)
+//!   the application ── start(Operation, deadline) ──► its messages in Transmit, its end in Completed
+//!                   ── publish(topic, payload, now) ──► Sign, then Transmit
+//!                   ── send(message) ──► Transmit after what is queued (the send rules of on_send)
+//!                   ── close() / handle_close() (the transport ended) ──► ... Closed
 //! ```
+//!
+//! A message handed in while the session takes none (`read` was false) is
+//! given back ([`Busy`]), never dropped. The lower-level calls the loop is
+//! made of (`poll_transmit`, `poll_work`, `poll_event`, `poll_completed`,
+//! `handle_timeout`, `sign_pending_with`) remain for hosts that ran the
+//! handshake elsewhere ([`Session::new`]); a driver of `poll` needs none.
 //!
 //! # Bounded work per step
 //!
 //! A `BatchSyncResponse` can carry 131,070 signed items. The session never
-//! verifies them in one go: each [`Session::poll_work`] verifies at most
-//! [`Session::verify_step`] items ([`DEFAULT_VERIFY_STEP`], 32: about
-//! 0.5 ms of one core with batch verification, at most about 3 ms when
-//! every item in the step is forged and the batch falls back to single
-//! checks), after paying for them from the [`VerifyBudget`]. Items are
-//! verified with [`verify_batch`](bijou_signing::batch::verify_batch) per step;
-//! a step whose batch fails is split until each bad item is isolated and
-//! named by index and reason, so the accept set is
-//! [`verify_strict`](bijou_signing::Signed::verify_strict)'s (see
-//! `bijou_signing::batch` for the one documented difference, on keys with
-//! a small-order component). The shell decides when to yield between
-//! steps; `bijou-net` yields after every step, so no poll of a
-//! connection holds its thread for more than one step.
+//! verifies them in one go: each step ([`Output::Continue`]) verifies at
+//! most [`Session::verify_step`] items ([`DEFAULT_VERIFY_STEP`], 32: about
+//! 0.5 ms of one core with batch verification), after paying for them
+//! from the [`VerifyBudget`] (when it is spent, [`Output::Wait`]'s `until`
+//! says when the next step may run). Items are verified with
+//! [`verify_batch`](bijou_signing::batch::verify_batch) per step; a step
+//! whose batch fails names each bad item by index and reason, so the
+//! accept set is [`verify_strict`](bijou_signing::Signed::verify_strict)'s
+//! (see `bijou_signing::batch` for the one documented difference, on keys
+//! with a small-order component). The shell decides when to yield between
+//! steps; `bijou-net` yields once a poll has run 0.5 ms, so no poll of a
+//! connection holds its thread for much more than one step.
 //!
 //! A message being verified lives in the session, not in a future: a
-//! cancelled receive loses nothing. While one is pending (or a result waits
-//! in [`Session::poll_event`]), [`Session::wants_message`] is false: read
-//! nothing more, so the transport pushes back on the peer.
+//! cancelled receive loses nothing. While one is pending (or its event
+//! waits to be polled out), `Wait` says `read: false`: read nothing more,
+//! so the transport pushes back on the peer.
 //!
 //! # Example: two sessions, no runtime
 //!
 //! ```
-//! use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+//! use bijou_frame::proto::handshake::{HandshakeConfig, Responder};
 //! use bijou_frame::proto::message::*;
-//! use bijou_frame::proto::session::{Delivered, Session, SessionConfig, Work};
-//! use bijou_frame::proto::time::Clock;
-//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+//! use bijou_frame::proto::session::{Event, Output, Session, SessionConfig};
+//! use bijou_frame::proto::time::Now;
+//! use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity};
+//! use bytes::Bytes;
 //!
 //! let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
-//! let clock = Clock::system();
-//! let now = clock.now();
+//! let now = Now::from_secs(1_700_000_000);
+//! let mut a = Session::client(alice.verifying_key(), Audience::Known(bob.peer_id()), now, SessionConfig::new([1; 32]));
+//! let mut b = Session::server(bob.verifying_key(), Responder::new(HandshakeConfig::default()), now, SessionConfig::new([2; 32]));
 //!
-//! // The handshake: bytes in, bytes out.
-//! let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
-//! let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
-//! let at_bob = answer.outcome?;
-//! let at_alice = initiator.receive(answer.reply.expect("a response"))?;
-//! let mut a = Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32]));
-//! let mut b = Session::new(bob.peer_id(), at_bob, SessionConfig::new([2; 32]));
+//! // One driver for both: sign with the key, carry the bytes, keep the events.
+//! fn drive(s: &mut Session, key: &SigningKey, inbox: &mut Vec<Bytes>, out: &mut Vec<Bytes>, now: Now) -> Vec<Event> {
+//!     let mut events = Vec::new();
+//!     loop {
+//!         match s.poll(now) {
+//!             Output::Transmit(bytes) => out.push(bytes),
+//!             Output::Sign(request) => s.sign_with(&request, key).expect("our own key"),
+//!             Output::Event(event) => events.push(event),
+//!             Output::Continue => {}
+//!             Output::Wait { read: true, .. } if !inbox.is_empty() => {
+//!                 s.handle_message(inbox.remove(0), now).expect("read said so")
+//!             }
+//!             Output::Wait { .. } => return events,
+//!         }
+//!     }
+//! }
+//! let (mut to_a, mut to_b) = (Vec::new(), Vec::new());
+//! for _ in 0..3 {
+//!     drive(&mut a, &alice, &mut to_a, &mut to_b, now);
+//!     drive(&mut b, &bob, &mut to_b, &mut to_a, now);
+//! }
+//! assert!(a.is_established() && b.is_established());
 //!
 //! // A signed commit from A to B.
 //! let tree = SedimentreeId::new([9; 32]);
-//! let blob = Blob::from_static(b"hello");
-//! let msg = SyncMessage::loose_commit(&alice, tree, CommitId::new([3; 32]), [], blob)?;
-//! let bytes = a.encode(&msg.clone().into())?;
-//! b.handle_message(bytes, clock.now())?;
-//! while let Work::More = b.poll_work(clock.now()) {}
-//! let received = b.poll_event().expect("delivered");
+//! let msg = SyncMessage::loose_commit(&alice, tree, CommitId::new([3; 32]), [], Blob::from_static(b"hello"))?;
+//! a.send(msg.clone().into())?;
+//! drive(&mut a, &alice, &mut to_a, &mut to_b, now);
+//! let events = drive(&mut b, &bob, &mut to_b, &mut to_a, now);
+//! let Some(Event::Received(received)) = events.into_iter().next() else { panic!("delivered") };
 //! let verified = received.result?.into_sync().expect("a sync message");
 //! assert_eq!(verified.message, msg);
 //! assert_eq!(verified.items.len(), 1);
@@ -1066,11 +1080,9 @@ impl Session {
         } else if let Some(extras) = self.extras.as_mut() {
             extras.outbound = VecDeque::new();
         }
-        if !self.is_closed() || closing_by_peer {
+        if !self.is_closed() {
             if let Some(request) = self.extras.as_mut().and_then(|e| e.book.next_request()) {
-                if !self.is_closed() {
-                    return Output::Sign(request);
-                }
+                return Output::Sign(request);
             }
         }
         if let Some(completed) = self.poll_completed() {
