@@ -19,8 +19,10 @@
 //! - [`transport`]: the [`Transport`](transport::Transport) trait (bytes only) and its
 //!   implementations, each with a maximum message length the handshake
 //!   lowers to 256 bytes until the peer is authenticated.
-//! - [`handshake`]: [`initiate`](handshake::initiate) and
-//!   [`respond`](handshake::respond), with
+//! - [`handshake`]: the session's own handshake driven over a transport
+//!   ([`initiate`](handshake::initiate), [`respond`](handshake::respond),
+//!   and what [`Connection::connect`]/[`Connection::accept`] run), with
+//!   [`ConnectConfig`](handshake::ConnectConfig) (its optional seed) and
 //!   [`ConnectError`](handshake::ConnectError).
 //! - [`Connection`], its split halves ([`ConnectionSender`],
 //!   [`ConnectionReceiver`]), and why it stops ([`RunError`]).
