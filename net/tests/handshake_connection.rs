@@ -420,3 +420,49 @@ async fn framing_error_after_the_handshake_closes_the_connection() {
     .await
     .expect("bounded");
 }
+
+/// The client's first message (its challenge) under `seed`, read off the
+/// wire by a raw peer that answers nothing.
+async fn first_challenge(seed: Option<[u8; 32]>) -> Bytes {
+    let (a, b) = tokio::io::duplex(4096);
+    let mut config = config();
+    config.seed = seed;
+    config.timeout = Duration::from_millis(200);
+    let client = tokio::spawn(async move {
+        Connection::connect(
+            FramedTransport::new(a, Bijou64),
+            &key(1),
+            Audience::Known(key(2).peer_id()),
+            &config,
+        )
+        .await
+        .map(|_| ())
+    });
+    let mut raw = raw(b);
+    let frame = raw.next().await.expect("a frame").expect("well framed");
+    let result = client.await.expect("join");
+    assert!(
+        matches!(
+            &result,
+            Err(ConnectError::Timeout {
+                waiting_for: "response",
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+    frame
+}
+
+#[tokio::test]
+async fn a_seeded_connection_sends_the_same_bytes_and_an_unseeded_one_does_not() {
+    timeout(LIMIT, async {
+        let seeded = first_challenge(Some([7; 32])).await;
+        assert_eq!(seeded, first_challenge(Some([7; 32])).await);
+        assert_ne!(seeded, first_challenge(Some([8; 32])).await);
+        // Unseeded: 32 bytes from the operating system each time.
+        assert_ne!(first_challenge(None).await, first_challenge(None).await);
+    })
+    .await
+    .expect("in time");
+}
