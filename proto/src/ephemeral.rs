@@ -22,7 +22,11 @@
 //!
 //! # Bounds: what a peer can make us store
 //!
-//! - **Deduplication window**: a [`NonceCache`] (unsharded: one
+//! - **Deduplication window**: the connection's own, or, for a session
+//!   made with a [`ReplayTable`](crate::replay_table::ReplayTable), its
+//!   peer's, shared with the peer's other connections and sized by the
+//!   table (see [`replay_table`](crate::replay_table) for its bound);
+//!   below, the connection's own: a [`NonceCache`] (unsharded: one
 //!   connection checks at a time) of at most
 //!   [`EphemeralConfig::dedup_capacity`] entries (default
 //!   [`DEFAULT_EPHEMERAL_DEDUP_CAPACITY`], 65,536), retained exactly as
@@ -70,15 +74,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use alloc::collections::BTreeSet;
+use core::ops::Deref;
 use core::time::Duration;
 
 use bijou_signing::{Identity, PeerId, SealError, Verified, VerifyError};
 
 use crate::message::{EphemeralPayload, SignedEphemeral, Topic, Topics};
-use crate::nonce_cache::{Export, NonceCache, NonceCheck};
+use crate::nonce_cache::{NonceCache, NonceCheck};
 use crate::rng::SeededRng;
 use crate::time::Now;
 
@@ -247,7 +253,7 @@ pub struct EphemeralSession {
     local: BTreeSet<Topic>,
     /// Topics the peer subscribed to (bounded).
     remote: BTreeSet<Topic>,
-    seen: NonceCache,
+    seen: Window,
     /// Nonces of the messages we publish, and the window's hash keys.
     rng: SeededRng,
     /// The latest wall time recorded at: a clock set back is read as this,
@@ -255,12 +261,40 @@ pub struct EphemeralSession {
     latest: u64,
 }
 
+/// The deduplication window: the connection's own, or its peer's, shared
+/// with the peer's other sessions through a
+/// [`ReplayTable`](crate::replay_table::ReplayTable).
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the own window inline, as it always was (the ephemeral state lives boxed in the session's extras); a shared one is a pointer"
+)]
+pub(crate) enum Window {
+    Own(NonceCache),
+    Peer(Arc<NonceCache>),
+}
+
+impl Deref for Window {
+    type Target = NonceCache;
+
+    fn deref(&self) -> &NonceCache {
+        match self {
+            Self::Own(cache) => cache,
+            Self::Peer(cache) => cache,
+        }
+    }
+}
+
 impl EphemeralSession {
     /// A session with no subscriptions, drawing its nonces and its
     /// deduplication window's hash key from `rng`.
     #[must_use]
     pub fn new(config: EphemeralConfig, mut rng: SeededRng) -> Self {
-        let seen = NonceCache::unsharded(config.max_age, config.dedup_capacity, rng.bytes());
+        let seen = Window::Own(NonceCache::unsharded(
+            config.max_age,
+            config.dedup_capacity,
+            rng.bytes(),
+        ));
         Self {
             config,
             local: BTreeSet::new(),
@@ -273,29 +307,49 @@ impl EphemeralSession {
 
     /// What a session snapshot keeps: our topics, the peer's, the
     /// deduplication window and the latest wall time recorded at.
-    pub(crate) fn parts(&self) -> (&BTreeSet<Topic>, &BTreeSet<Topic>, Option<Export>, u64) {
-        (&self.local, &self.remote, self.seen.export(), self.latest)
+    pub(crate) fn parts(&self) -> (&BTreeSet<Topic>, &BTreeSet<Topic>, &NonceCache, u64) {
+        (&self.local, &self.remote, &self.seen, self.latest)
     }
 
-    /// The state [`EphemeralSession::parts`] gave, drawing new nonces from
-    /// `rng`. `None` if the window does not fit `config`.
+    /// The state [`EphemeralSession::parts`] gave, with `seen` (imported
+    /// or adopted by a replay table), drawing new nonces from `rng`.
     pub(crate) fn from_parts(
         config: EphemeralConfig,
         local: BTreeSet<Topic>,
         remote: BTreeSet<Topic>,
-        seen: &Export,
+        seen: Window,
         latest: u64,
         rng: SeededRng,
-    ) -> Option<Self> {
-        let seen = NonceCache::import(config.max_age, config.dedup_capacity, seen)?;
-        Some(Self {
+    ) -> Self {
+        Self {
             config,
             local,
             remote,
             seen,
             rng,
             latest,
-        })
+        }
+    }
+
+    /// Checks and records nonces in `window` from now on: the peer's,
+    /// from a [`ReplayTable`](crate::replay_table::ReplayTable), shared
+    /// with its other sessions. What the session's own window held is
+    /// merged into it first.
+    pub(crate) fn share_window(&mut self, window: Arc<NonceCache>) {
+        if let Some(export) = self.seen.export() {
+            if !export.entries.is_empty() || export.floor.is_some() {
+                window.merge(&export);
+            }
+        }
+        self.seen = Window::Peer(window);
+    }
+
+    /// Whether the deduplication window is the peer's, shared through a
+    /// [`ReplayTable`](crate::replay_table::ReplayTable) with its other
+    /// sessions (else it is this connection's own).
+    #[must_use]
+    pub fn window_is_shared(&self) -> bool {
+        matches!(self.seen, Window::Peer(_))
     }
 
     /// `now`'s wall time, or the latest recorded at if that is later.
@@ -305,10 +359,17 @@ impl EphemeralSession {
 
     /// Replaces the limits. Subscriptions both ways are kept
     /// (the peer's even beyond a lower topic cap, which applies to later
-    /// Subscribes); the deduplication window starts empty, sized for the
-    /// new configuration.
+    /// Subscribes); the connection's own deduplication window starts
+    /// empty, sized for the new configuration (the peer's, shared through
+    /// a replay table, is kept as the table sized it).
     pub fn set_config(&mut self, config: EphemeralConfig) {
-        self.seen = NonceCache::unsharded(config.max_age, config.dedup_capacity, self.rng.bytes());
+        if let Window::Own(_) = self.seen {
+            self.seen = Window::Own(NonceCache::unsharded(
+                config.max_age,
+                config.dedup_capacity,
+                self.rng.bytes(),
+            ));
+        }
         self.config = config;
     }
 
@@ -450,8 +511,33 @@ impl EphemeralSession {
                 Err(EphemeralRejected::PossibleReplay { issuer, timestamp })
             }
             NonceCheck::FutureUnderLoad => Err(EphemeralRejected::FutureUnderLoad { issuer }),
-            // The window is the age limit: the age check says which side.
-            NonceCheck::OutsideWindow => self.check_age(timestamp, now),
+            // Beyond what the window remembers (the age limit, or a shared
+            // window's shorter one): refused, whichever side.
+            NonceCheck::OutsideWindow => Err(self.outside_window(timestamp, now)),
+        }
+    }
+
+    /// Why a message stamped beyond what the window covers is refused:
+    /// stale or in the future by the window's age (no larger than the
+    /// age limit, unless a shared window's is smaller).
+    fn outside_window(&self, timestamp: u64, now: u64) -> EphemeralRejected {
+        let max_age_secs = self
+            .config
+            .max_age
+            .as_secs()
+            .min(self.seen.max_drift_secs());
+        if timestamp < now {
+            EphemeralRejected::Stale {
+                timestamp,
+                now,
+                max_age_secs,
+            }
+        } else {
+            EphemeralRejected::Future {
+                timestamp,
+                now,
+                max_age_secs,
+            }
         }
     }
 

@@ -16,6 +16,7 @@
 //!   bijou-proto (sans-IO)     message      SUM/SUH/SUE/SUK: one Message type (decode strict, encode exact)
 //!                             handshake    Initiator, Responder
 //!                             nonce_cache  NonceCache: the responder's replay cache
+//!                             replay_table ReplayTable: each peer's ephemeral window, across connections
 //!                             session      Session: the connection after the handshake, with
 //!                                          VerifyBudget pacing and EphemeralSession
 //!                             time         Now, Timestamp, Clock / TimeProvider: one time source
@@ -33,7 +34,8 @@
 //! - [`session`]: [`Session`], an authenticated connection's state:
 //!   received messages decoded and verified in bounded steps
 //!   ([`verify_budget`] paces them), ephemeral subscriptions
-//!   ([`ephemeral`]), and the send-side rules.
+//!   ([`ephemeral`]; a [`replay_table`] keeps each peer's deduplication
+//!   window across its connections), and the send-side rules.
 //! - [`time`]: [`Clock`], the one time source a driver reads
 //!   and passes in as [`Now`].
 //! - [`rng`]: [`SeededRng`](rng::SeededRng), from which every random
@@ -65,6 +67,7 @@ pub mod keyhive;
 mod lock;
 pub mod message;
 pub mod nonce_cache;
+pub mod replay_table;
 pub mod rng;
 pub mod session;
 pub mod time;

@@ -1,13 +1,16 @@
-//! The replay cache's shard lock: `std::sync::Mutex` with std, a
-//! `RefCell` without it.
+//! The replay cache's shard lock (and the replay table's): `std::sync::Mutex`
+//! with std, a `RefCell` without it.
 //!
 //! Without std there are no threads to share a cache between, so a shard
-//! needs no lock, only interior mutability; [`NonceCache`] is then `!Sync`
-//! (a driver without std runs one thread). A shard is never borrowed twice
-//! at once: every borrow ends inside the method that takes it, and no
-//! method calls back into the cache while holding one.
+//! needs no lock, only interior mutability; [`NonceCache`] and
+//! [`ReplayTable`] are then `!Sync` (a driver without std runs one thread).
+//! A shard is never borrowed twice at once: every borrow ends inside the
+//! method that takes it, and no method calls back into the cache while
+//! holding one. The replay table's lock is taken before a window's shard
+//! lock, never after, and never while one is held.
 //!
 //! [`NonceCache`]: crate::nonce_cache::NonceCache
+//! [`ReplayTable`]: crate::replay_table::ReplayTable
 
 #[cfg(feature = "std")]
 mod imp {

@@ -205,7 +205,7 @@ const MIN_SHARD_CAPACITY: usize = 16_384;
 /// Most shards [`NonceCache::new`] makes.
 const MAX_SHARDS: usize = 32;
 /// Most entries one shard holds: its slab index (plus one) fits in 24 bits.
-const MAX_SHARD_ENTRIES: usize = (1 << 24) - 1;
+pub(crate) const MAX_SHARD_ENTRIES: usize = (1 << 24) - 1;
 /// Table slot bits holding the slab index plus one (0: empty slot).
 const INDEX_BITS: u32 = 24;
 const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
@@ -354,9 +354,7 @@ impl NonceCache {
             return None;
         };
         let shard = lock(shard);
-        let mut key = [0u8; 16];
-        key[..8].copy_from_slice(&self.key.0.to_le_bytes());
-        key[8..].copy_from_slice(&self.key.1.to_le_bytes());
+        let key = self.key_bytes();
         let mut entries = Vec::with_capacity(shard.len);
         for (&second, &newest) in &shard.seconds {
             let mut index = newest;
@@ -409,6 +407,47 @@ impl NonceCache {
             }
         }
         Some(this)
+    }
+
+    /// Adds what another cache held ([`NonceCache::export`]): for a
+    /// session restored into a [`ReplayTable`](crate::replay_table::ReplayTable)
+    /// that already keeps a window for its peer. The floor rises to the
+    /// export's. Under the same hash key each entry is filed as a check
+    /// would file it (room made by forgetting the oldest second, which
+    /// raises the floor; an entry older than every second held, in a full
+    /// cache, is forgotten at once). Under another key the hashes cannot
+    /// be compared, so the export is forgotten whole: the floor rises to
+    /// its newest second. Either way, whatever the export would refuse as
+    /// a replay this cache refuses from now on (as a replay, or as a
+    /// possible one).
+    pub(crate) fn merge(&self, export: &Export) {
+        let same_key = self.key_bytes() == export.key;
+        let newest = export.entries.iter().map(|&(second, _)| second).max();
+        let floor = if same_key {
+            export.floor
+        } else {
+            export.floor.max(newest)
+        };
+        if let Some(floor) = floor {
+            for shard in self.each_shard() {
+                lock(shard).raise_floor(floor);
+            }
+        }
+        if !same_key {
+            return;
+        }
+        for &(second, hash) in &export.entries {
+            if let Some(shard) = self.shard(hash) {
+                lock(shard).file(hash, second);
+            }
+        }
+    }
+
+    fn key_bytes(&self) -> [u8; 16] {
+        let mut key = [0u8; 16];
+        key[..8].copy_from_slice(&self.key.0.to_le_bytes());
+        key[8..].copy_from_slice(&self.key.1.to_le_bytes());
+        key
     }
 
     /// The drift the cache's retention covers, in seconds.
@@ -681,6 +720,44 @@ impl Shard {
             return NonceCheck::FutureUnderLoad;
         }
         NonceCheck::Fresh
+    }
+
+    /// Files `hash` under `second` unless it is held or at or below the
+    /// floor, making room as [`Shard::check_and_insert`] does; in a full
+    /// shard, an entry older than every second held is forgotten instead
+    /// (the floor rises to it), not filed at a newer second's expense.
+    fn file(&mut self, hash: u64, second: u64) {
+        if self.below_floor(second) || self.find(hash, None).is_some() {
+            return;
+        }
+        if self.len >= self.capacity
+            && self
+                .order
+                .peek()
+                .is_none_or(|&Reverse(oldest)| oldest > second)
+        {
+            self.raise_floor(second);
+            return;
+        }
+        while self.len >= self.capacity && !self.order.is_empty() {
+            self.forget_oldest();
+        }
+        if !self.below_floor(second) {
+            self.insert(hash, second);
+        }
+    }
+
+    /// Forgets every second at or before `to` and raises the floor to it
+    /// (never lowers it).
+    fn raise_floor(&mut self, to: u64) {
+        while self
+            .order
+            .peek()
+            .is_some_and(|&Reverse(oldest)| oldest <= to)
+        {
+            self.forget_oldest();
+        }
+        self.floor = Some(self.floor.map_or(to, |floor| floor.max(to)));
     }
 
     /// Entries above which future-stamped challenges are not admitted: 7/8
@@ -1343,5 +1420,110 @@ mod tests {
             cache.check_and_insert(peer(1), nonce(1), 100, 104),
             NonceCheck::PossibleReplay
         );
+    }
+
+    /// A merge under the same key files every entry not held (the
+    /// export's floor with them); under another key it raises the floor
+    /// over the whole export and drops what it covers; either way what the
+    /// export refused is refused, and the result exports and imports.
+    #[test]
+    fn a_merge_refuses_whatever_the_export_refused() {
+        let drift = Duration::from_secs(30);
+        let source = NonceCache::unsharded(drift, 8, [1; 16]);
+        assert_eq!(
+            source.check_and_insert(PEER, nonce(1), 100, 100),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            source.check_and_insert(PEER, nonce(2), 101, 101),
+            NonceCheck::Fresh
+        );
+        let mut export = source.export().expect("one shard");
+        export.floor = Some(90);
+
+        let same = NonceCache::unsharded(drift, 8, [1; 16]);
+        assert_eq!(
+            same.check_and_insert(PEER, nonce(3), 100, 100),
+            NonceCheck::Fresh
+        );
+        same.merge(&export);
+        same.merge(&export); // twice: nothing more
+        assert_eq!(same.len(), 3);
+        assert_eq!(same.floor(), Some(90));
+        for (n, ts) in [(1, 100), (2, 101), (3, 100)] {
+            assert_eq!(same.probe(PEER, nonce(n), ts, 102), NonceCheck::Replayed);
+        }
+        assert_eq!(
+            same.probe(PEER, nonce(4), 90, 102),
+            NonceCheck::PossibleReplay
+        );
+        assert_eq!(same.probe(PEER, nonce(4), 101, 102), NonceCheck::Fresh);
+
+        let other = NonceCache::unsharded(drift, 8, [2; 16]);
+        assert_eq!(
+            other.check_and_insert(PEER, nonce(3), 100, 100),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            other.check_and_insert(PEER, nonce(5), 102, 102),
+            NonceCheck::Fresh
+        );
+        other.merge(&export);
+        assert_eq!(other.floor(), Some(101), "the export's newest second");
+        assert_eq!(other.len(), 1, "the entry at 100 is under the floor now");
+        assert_eq!(
+            other.probe(PEER, nonce(1), 100, 102),
+            NonceCheck::PossibleReplay
+        );
+        assert_eq!(
+            other.probe(PEER, nonce(2), 101, 102),
+            NonceCheck::PossibleReplay
+        );
+        assert_eq!(other.probe(PEER, nonce(5), 102, 102), NonceCheck::Replayed);
+        let again = other.export().expect("one shard");
+        assert!(NonceCache::import(drift, 8, &again).is_some());
+    }
+
+    /// Merged into a full cache, entries make room as checks do (the
+    /// oldest second forgotten, the floor raised), and one older than
+    /// every second held is forgotten at once.
+    #[test]
+    fn a_merge_into_a_full_cache_forgets_the_oldest_seconds() {
+        let drift = Duration::from_secs(30);
+        let full = NonceCache::unsharded(drift, 2, [1; 16]);
+        assert_eq!(
+            full.check_and_insert(PEER, nonce(1), 100, 105),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            full.check_and_insert(PEER, nonce(2), 101, 105),
+            NonceCheck::Fresh
+        );
+        let source = NonceCache::unsharded(drift, 2, [1; 16]);
+        assert_eq!(
+            source.check_and_insert(PEER, nonce(9), 99, 105),
+            NonceCheck::Fresh
+        );
+        assert_eq!(
+            source.check_and_insert(PEER, nonce(3), 103, 105),
+            NonceCheck::Fresh
+        );
+        full.merge(&source.export().expect("one shard"));
+        assert_eq!(full.len(), 2);
+        assert_eq!(
+            full.floor(),
+            Some(100),
+            "99 forgotten at once, then 100 for 103"
+        );
+        assert_eq!(
+            full.probe(PEER, nonce(9), 99, 105),
+            NonceCheck::PossibleReplay
+        );
+        assert_eq!(
+            full.probe(PEER, nonce(1), 100, 105),
+            NonceCheck::PossibleReplay
+        );
+        assert_eq!(full.probe(PEER, nonce(2), 101, 105), NonceCheck::Replayed);
+        assert_eq!(full.probe(PEER, nonce(3), 103, 105), NonceCheck::Replayed);
     }
 }

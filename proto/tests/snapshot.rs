@@ -12,7 +12,9 @@ use bijou_proto::message::{
     Audience, CommitId, EphemeralMessage, HeadsUpdate, Message, RemoteHeads, SedimentreeId,
     SyncMessage, Topic, Topics,
 };
-use bijou_proto::session::snapshot::{RestoreError, SnapshotError, SNAPSHOT_VERSION};
+use bijou_proto::session::snapshot::{
+    RestoreError, SnapshotError, OLDEST_SNAPSHOT_VERSION, SNAPSHOT_VERSION,
+};
 use bijou_proto::session::{
     Delivered, Operation, OperationError, Outcome, Received, Rejected, Session, SessionConfig, Work,
 };
@@ -394,7 +396,10 @@ fn every_truncation_bit_flip_and_extension_is_a_typed_error() {
         let err = Session::restore(&flipped, at(2), [9; 32]).unwrap_err();
         let expected = match i / 8 {
             0..=3 => matches!(err, RestoreError::NotASnapshot { .. }),
-            4 => matches!(err, RestoreError::Version { .. }),
+            4 => matches!(
+                err,
+                RestoreError::NewerVersion { .. } | RestoreError::OlderVersion { .. }
+            ),
             _ => matches!(err, RestoreError::Checksum { .. }),
         };
         assert!(expected, "bit {i}: {err}");
@@ -405,11 +410,26 @@ fn every_truncation_bit_flip_and_extension_is_a_typed_error() {
         Session::restore(&extended, at(2), [9; 32]),
         Err(RestoreError::Checksum { .. })
     ));
+    // A newer release's snapshot: refused, saying what to do, whatever
+    // its body.
     let mut future = bytes.to_vec();
     future[4] = SNAPSHOT_VERSION + 1;
+    let err = Session::restore(&future, at(2), [9; 32]).unwrap_err();
+    assert!(
+        matches!(err, RestoreError::NewerVersion { found, oldest: 1, newest }
+            if found == SNAPSHOT_VERSION + 1 && newest == SNAPSHOT_VERSION),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("newer release") && message.contains("connect again"),
+        "{message}"
+    );
+    let mut ancient = bytes.to_vec();
+    ancient[4] = 0;
     assert!(matches!(
-        Session::restore(&future, at(2), [9; 32]),
-        Err(RestoreError::Version { found, .. }) if found == SNAPSHOT_VERSION + 1
+        Session::restore(&ancient, at(2), [9; 32]),
+        Err(RestoreError::OlderVersion { found: 0, .. })
     ));
     assert!(matches!(
         Session::restore(b"SUM\0 a message, not a snapshot", at(2), [9; 32]),
@@ -451,12 +471,45 @@ proptest! {
         }
     }
 
-    /// Random bytes behind a valid header and checksum.
+    /// Random bytes behind a valid header (of every version read) and
+    /// checksum.
     #[test]
-    fn random_bodies_never_panic(body in prop::collection::vec(any::<u8>(), 0..600)) {
-        let mut bytes = b"BJS\0\x01".to_vec();
+    fn random_bodies_never_panic(
+        version in OLDEST_SNAPSHOT_VERSION..=SNAPSHOT_VERSION,
+        body in prop::collection::vec(any::<u8>(), 0..600),
+    ) {
+        let mut bytes = b"BJS\0".to_vec();
+        bytes.push(version);
         bytes.extend(body);
         let _ = Session::restore(&resealed(bytes), at(2), [9; 32]);
+    }
+
+    /// The same mutations on the stored version 1 snapshots (read by the
+    /// version 1 parser; between them, every part of the format): a typed
+    /// error or a session, and a session it restores snapshots again.
+    #[test]
+    fn mutated_version_1_snapshots_never_panic(
+        shape in prop::sample::select(vec!["idle", "ephemeral", "pending", "registration"]),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        cut in any::<prop::sample::Index>(),
+        cut_it in any::<bool>(),
+    ) {
+        let bytes = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("tests/data/snapshot/v1/{shape}.bin")),
+        )
+        .unwrap();
+        let mut body = bytes[..bytes.len() - 16].to_vec();
+        for (at_index, value) in edits {
+            let i = 5 + at_index.index(body.len() - 5);
+            body[i] = value;
+        }
+        if cut_it {
+            body.truncate(5 + cut.index(body.len() - 5));
+        }
+        if let Ok(session) = Session::restore(&resealed(body), at(4), [9; 32]) {
+            prop_assert!(session.snapshot(at(4)).is_ok());
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use core::time::Duration;
 
 use crate::ephemeral::EphemeralConfig;
 use crate::handshake::DEFAULT_MAX_MESSAGE_LENGTH;
+use crate::replay_table::ReplayTable;
 use crate::verify_budget::VerifyBudget;
 
 /// How long a session gives the handshake by default: 10 s from its
@@ -60,6 +61,13 @@ pub struct SessionConfig {
     /// ([`DEFAULT_MAX_MESSAGE_LENGTH`], 50 MiB, as in Subduction); before,
     /// [`HANDSHAKE_MAX_MESSAGE_LENGTH`](crate::handshake::HANDSHAKE_MAX_MESSAGE_LENGTH).
     pub max_message_len: usize,
+    /// Where the session keeps its ephemeral deduplication window: in its
+    /// peer's window of this table, shared with the peer's other sessions
+    /// (so a message delivered on one connection is refused when replayed
+    /// on the next), or, with `None` (the default), in a window of its
+    /// own, made empty with the session. See
+    /// [`replay_table`](crate::replay_table) for its bounds.
+    pub replay_table: Option<ReplayTable>,
 }
 
 impl SessionConfig {
@@ -73,7 +81,29 @@ impl SessionConfig {
             seed,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             max_message_len: DEFAULT_MAX_MESSAGE_LENGTH,
+            replay_table: None,
         }
+    }
+
+    /// These settings, with the peer's deduplication window kept in
+    /// `table` (see [`SessionConfig::replay_table`]): give every session
+    /// the host makes (clients and servers, and restores through
+    /// [`Session::restore_with_replay_table`](super::Session::restore_with_replay_table))
+    /// the same table.
+    ///
+    /// ```
+    /// use bijou_frame::proto::replay_table::{ReplayTable, ReplayTableConfig};
+    /// use bijou_frame::proto::session::SessionConfig;
+    ///
+    /// let table = ReplayTable::new(ReplayTableConfig::default(), [5; 32]);
+    /// let first = SessionConfig::new([1; 32]).with_replay_table(table.clone());
+    /// let second = SessionConfig::new([2; 32]).with_replay_table(table.clone());
+    /// assert_eq!(first.replay_table, second.replay_table, "one table");
+    /// ```
+    #[must_use]
+    pub fn with_replay_table(mut self, table: ReplayTable) -> Self {
+        self.replay_table = Some(table);
+        self
     }
 }
 
@@ -86,6 +116,7 @@ impl fmt::Debug for SessionConfig {
             .field("ephemeral", &self.ephemeral)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("max_message_len", &self.max_message_len)
+            .field("replay_table", &self.replay_table)
             .finish_non_exhaustive()
     }
 }

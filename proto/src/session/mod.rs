@@ -131,6 +131,7 @@ use crate::message::{
     Audience, EphemeralMessage, EphemeralPayload, Message, MessageFrame, MessageKind,
     SignedEphemeral, Topic,
 };
+use crate::replay_table::ReplayTable;
 use crate::rng::SeededRng;
 use crate::time::{Now, Timestamp};
 use crate::verify_budget::{Bucket, VerifyBudget};
@@ -206,6 +207,12 @@ pub struct Session {
     max_message_len: usize,
     budget: Bucket,
     step: usize,
+    /// This peer's signed items are verified one by one, not in batches.
+    /// Kept in snapshots (flags bit 0).
+    verify_one_by_one: bool,
+    /// Where the ephemeral deduplication window is kept: the peer's
+    /// window in this table, or (`None`) the session's own.
+    replay_table: Option<ReplayTable>,
     /// The received message being verified or waiting in
     /// [`Session::poll_event`]; boxed, so an idle session holds a pointer,
     /// not a message's worth of inline space.
@@ -299,6 +306,8 @@ impl Session {
             max_message_len: config.max_message_len,
             budget: Bucket::new(config.verify_budget),
             step: config.verify_step.max(1),
+            verify_one_by_one: false,
+            replay_table: config.replay_table,
             inbound: None,
             extras,
             seed,
@@ -474,18 +483,28 @@ impl Session {
         self.extras.as_ref()?.ephemeral.as_ref()
     }
 
+    /// The ephemeral state, made if need be; once the peer is known, with
+    /// its window from the replay table if the session has one.
     fn ephemeral_mut(&mut self) -> &mut EphemeralSession {
         let seed = self.seed;
-        self.extras
+        let ephemeral = self
+            .extras
             .get_or_insert_with(Box::default)
             .ephemeral
             .get_or_insert_with(|| {
                 EphemeralSession::new(EphemeralConfig::default(), ephemeral_rng(seed))
-            })
+            });
+        if let (Some(table), Some(remote)) = (&self.replay_table, &self.remote) {
+            if !ephemeral.window_is_shared() {
+                ephemeral.share_window(table.window(remote.peer()));
+            }
+        }
+        ephemeral
     }
 
     /// Replaces the ephemeral limits; subscriptions are kept, the
-    /// deduplication window starts empty.
+    /// session's own deduplication window starts empty (its peer's, from
+    /// a replay table, is kept).
     pub fn set_ephemeral_config(&mut self, config: EphemeralConfig) {
         self.ephemeral_mut().set_config(config);
     }

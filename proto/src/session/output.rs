@@ -34,8 +34,7 @@ pub enum Output {
     /// One whole message to send, encoded (no frame prefix: the transport
     /// adds its own). Write it before anything polled after it.
     Transmit(Bytes),
-    /// Bytes to sign with the session's key (see
-    /// [`signing`](super::signing)).
+    /// Bytes to sign with the session's key (see [`SignRequest`]).
     Sign(SignRequest),
     /// Something for the application.
     Event(Event),

@@ -4,14 +4,15 @@
 //! connection with nothing lost and every replay still refused.
 //!
 //! ```text
-//!   "BJS\0" · version 01
+//!   "BJS\0" · version 02
 //!   local 32 · remote peer 32 · challenge digest 32 · remote time b64
 //!   budget: per second b64 · burst b64 · tokens 8 (f64, LE) · counted: 00 | 01 age-ns b64
-//!   verify step b64
+//!   verify step b64 · flags 1 (bit 0: the peer is verified one by one; the others 0)   [v2]
 //!   ephemeral: 00 | 01 · max payload b64 · max age s b64 · ns b64 · dedup capacity b64
 //!              · max remote topics b64 · latest wall time b64
 //!              · ours: n b64 · n x Topic 32 · theirs: n b64 · n x Topic 32
-//!              · window: key 16 · floor 00 | 01 b64 · n b64 · n x (second b64 · hash 8)
+//!              · window: capacity b64 · max age s b64                                  [v2]
+//!                        · key 16 · floor 00 | 01 b64 · n b64 · n x (second b64 · hash 8)
 //!   to send: n b64 · n x (len b64 · message)
 //!   operations: 00 | 01 · last id b64 · n b64 · n x (id b64 · time left ns b64 · kind · fields)
 //!       kind 00 push: tree 32 · head 32     01 fetch: tree 32 · nonce 8 · probe 00 | 01
@@ -26,6 +27,30 @@
 //! times left against the `now` of each call, so a restore in another
 //! process, whose monotonic clock starts anew, keeps every deadline and
 //! budget where it was.
+//!
+//! The window is the session's deduplication window: its own, or, for a
+//! session made with a [`ReplayTable`], its peer's (what the peer's other
+//! sessions recorded in it included), with its own capacity and age.
+//!
+//! # Versions: what a release writes and reads
+//!
+//! A release writes one version, [`SNAPSHOT_VERSION`] (2 here), and reads
+//! every version from [`OLDEST_SNAPSHOT_VERSION`] (1) to it. The rule
+//! between releases: a release reads at least the version the one before
+//! it wrote, so in a rolling deploy every snapshot an old process took is
+//! restored by a new one. A snapshot written by a newer release (a
+//! rollback, or a new process's snapshot restored by an old one during the
+//! deploy) is refused with [`RestoreError::NewerVersion`], which says what
+//! to do: restore it where a release that reads it runs, or drop it (the
+//! peer connects again, as after any lost session). A version below the
+//! oldest read is [`RestoreError::OlderVersion`]. The bytes each version
+//! wrote are kept in `proto/tests/data/snapshot/` and restored by every
+//! release's tests.
+//!
+//! | version | releases that write it | what it adds |
+//! |---------|------------------------|--------------|
+//! | 1 | up to the replay table | the layout above without the `[v2]` parts: no flags (verified in batches), the window sized by the ephemeral limits |
+//! | 2 | from the replay table on | the flags byte; the window's own capacity and age (a peer's window from a [`ReplayTable`]) |
 //!
 //! # What a snapshot holds, and what it trusts
 //!
@@ -54,19 +79,24 @@ use bytes::{Bytes, BytesMut};
 
 use super::operation::Operations;
 use super::{ephemeral_rng, operations_rng, Extras, Phase, Session};
-use crate::ephemeral::{EphemeralConfig, EphemeralSession};
+use crate::ephemeral::{EphemeralConfig, EphemeralSession, Window};
 use crate::handshake::Authenticated;
 use crate::message::{Message, Topic};
-use crate::nonce_cache::Export;
-use crate::rng::SeededRng;
+use crate::nonce_cache::{Export, NonceCache, MAX_SHARD_ENTRIES};
+use crate::replay_table::ReplayTable;
 use crate::time::{Now, Timestamp};
 use crate::verify_budget::{Bucket, VerifyBudget};
 
 /// The first bytes of every snapshot.
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"BJS\0";
-/// The snapshot format this version writes and reads.
-pub const SNAPSHOT_VERSION: u8 = 1;
+/// The snapshot format this release writes (and the newest it reads).
+pub const SNAPSHOT_VERSION: u8 = 2;
+/// The oldest snapshot format this release reads: it reads every version
+/// from this one to [`SNAPSHOT_VERSION`].
+pub const OLDEST_SNAPSHOT_VERSION: u8 = 1;
 const CHECKSUM_LEN: usize = 16;
+/// Flags bit 0: the peer's signed items are verified one by one.
+const FLAG_VERIFY_ONE_BY_ONE: u8 = 1;
 
 /// Why [`Session::snapshot`] made none; nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -103,13 +133,27 @@ pub enum RestoreError {
         /// The first bytes found (fewer if it is shorter).
         found: Vec<u8>,
     },
-    /// Written by another version of the format.
-    #[error("snapshot format version {found}; this build reads version {supported} only")]
-    Version {
+    /// Written by a newer release, in a format version this build does not
+    /// know (see the [version policy](self#versions-what-a-release-writes-and-reads)).
+    #[error("snapshot format version {found} was written by a newer release; this build reads versions {oldest} to {newest}: restore it where a release that reads it runs (the one that wrote it, or later), or drop it and let the peer connect again")]
+    NewerVersion {
         /// The version in the snapshot.
         found: u8,
-        /// The one this build reads.
-        supported: u8,
+        /// The oldest version this build reads.
+        oldest: u8,
+        /// The newest version this build reads (the one it writes).
+        newest: u8,
+    },
+    /// A format version older than this build reads (or 0, which no
+    /// release wrote).
+    #[error("snapshot format version {found} is older than this build reads (versions {oldest} to {newest}): restore it with an older release that reads it, or drop it and let the peer connect again")]
+    OlderVersion {
+        /// The version in the snapshot.
+        found: u8,
+        /// The oldest version this build reads.
+        oldest: u8,
+        /// The newest version this build reads (the one it writes).
+        newest: u8,
     },
     /// Too short to hold a snapshot.
     #[error("a snapshot of {len} bytes is too short to be one (at least {min})")]
@@ -146,7 +190,7 @@ fn invalid(field: &'static str, reason: &'static str) -> RestoreError {
 impl Session {
     /// The session's state as versioned canonical bytes, at `now`; see
     /// [`snapshot`](self) for the layout, what it holds and when it can be
-    /// taken. An idle authenticated session's is 141 bytes.
+    /// taken. An idle authenticated session's is 142 bytes.
     ///
     /// ```
     /// # use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
@@ -197,6 +241,11 @@ impl Session {
         w.u64(tokens.to_bits());
         write_age(&mut w, counted, now);
         w.bijou64(self.step as u64);
+        w.u8(if self.verify_one_by_one {
+            FLAG_VERIFY_ONE_BY_ONE
+        } else {
+            0
+        });
         match self.ephemeral() {
             None => w.u8(0),
             Some(ephemeral) => {
@@ -233,13 +282,68 @@ impl Session {
     /// Resume on the same connection: the peer, its subscriptions, the
     /// operations in flight, the ephemeral window and the replay floor are
     /// the ones it had, so nothing is delivered twice and every replay is
-    /// refused as before.
+    /// refused as before. Reads every format version from
+    /// [`OLDEST_SNAPSHOT_VERSION`] to [`SNAPSHOT_VERSION`]. The window is
+    /// the session's own from now on; a host with a [`ReplayTable`]
+    /// restores with [`Session::restore_with_replay_table`].
     ///
     /// # Errors
     ///
     /// [`RestoreError`]: a foreign, corrupt, truncated or extended
-    /// snapshot, or another format version. Never a panic.
+    /// snapshot, or a format version this build does not read. Never a
+    /// panic.
     pub fn restore(bytes: &[u8], now: Now, seed: [u8; 32]) -> Result<Self, RestoreError> {
+        Self::restore_from(bytes, now, seed, None)
+    }
+
+    /// [`Session::restore`] for a host that keeps its peers' windows in
+    /// `table`: the snapshot's window goes back into the table as the
+    /// peer's (merged into the one the table holds, if any; see
+    /// [`replay_table`](crate::replay_table)), and the restored session
+    /// checks and records there, with the peer's other sessions, as one
+    /// made with [`SessionConfig::replay_table`](super::SessionConfig::replay_table).
+    ///
+    /// ```
+    /// # use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+    /// # use bijou_frame::proto::message::Audience;
+    /// # use bijou_frame::proto::session::{Session, SessionConfig};
+    /// # use bijou_frame::proto::time::Now;
+    /// # use bijou_frame::signing::{ed25519_dalek::SigningKey, Identity};
+    /// use bijou_frame::proto::replay_table::{ReplayTable, ReplayTableConfig};
+    /// # let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// # let now = Now::from_secs(1_700_000_000);
+    /// # let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+    /// # let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    /// # let at_alice = initiator.receive(answer.reply.expect("a response"))?;
+    /// let table = ReplayTable::new(ReplayTableConfig::default(), [6; 32]);
+    /// let config = SessionConfig::new([1; 32]).with_replay_table(table.clone());
+    /// let session = Session::new(alice.peer_id(), at_alice, config);
+    /// let bytes = session.snapshot(now)?;
+    /// // ... a new process, with its own table ...
+    /// let table = ReplayTable::new(ReplayTableConfig::default(), [7; 32]);
+    /// let restored = Session::restore_with_replay_table(&bytes, now, [3; 32], &table)?;
+    /// assert_eq!(restored.remote_peer(), Some(bob.peer_id()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::restore`]; the table is unchanged then.
+    pub fn restore_with_replay_table(
+        bytes: &[u8],
+        now: Now,
+        seed: [u8; 32],
+        table: &ReplayTable,
+    ) -> Result<Self, RestoreError> {
+        Self::restore_from(bytes, now, seed, Some(table))
+    }
+
+    fn restore_from(
+        bytes: &[u8],
+        now: Now,
+        seed: [u8; 32],
+        table: Option<&ReplayTable>,
+    ) -> Result<Self, RestoreError> {
         let min = SNAPSHOT_MAGIC.len() + 1 + CHECKSUM_LEN;
         if bytes.get(..4) != Some(&SNAPSHOT_MAGIC[..]) {
             return Err(RestoreError::NotASnapshot {
@@ -252,10 +356,20 @@ impl Session {
                 min,
             });
         }
-        if bytes[4] != SNAPSHOT_VERSION {
-            return Err(RestoreError::Version {
-                found: bytes[4],
-                supported: SNAPSHOT_VERSION,
+        let version = bytes[4];
+        let (oldest, newest) = (OLDEST_SNAPSHOT_VERSION, SNAPSHOT_VERSION);
+        if version > newest {
+            return Err(RestoreError::NewerVersion {
+                found: version,
+                oldest,
+                newest,
+            });
+        }
+        if version < oldest {
+            return Err(RestoreError::OlderVersion {
+                found: version,
+                oldest,
+                newest,
             });
         }
         let (body, checksum) = bytes.split_at(bytes.len() - CHECKSUM_LEN);
@@ -283,9 +397,13 @@ impl Session {
             .ok()
             .filter(|&step| step >= 1)
             .ok_or_else(|| invalid("verify step", "is 0 or too large"))?;
+        let flags = if version >= 2 { r.u8("flags")? } else { 0 };
+        if flags & !FLAG_VERIFY_ONE_BY_ONE != 0 {
+            return Err(invalid("flags", "has bits this version does not define"));
+        }
         let ephemeral = match r.u8("ephemeral")? {
             0 => None,
-            1 => Some(read_ephemeral(&mut r, ephemeral_rng(seed))?),
+            1 => Some(read_ephemeral(&mut r, version)?),
             _ => return Err(invalid("ephemeral", "is neither 00 nor 01")),
         };
         let count = r.bijou64("messages to send")?;
@@ -310,6 +428,8 @@ impl Session {
             _ => return Err(invalid("operations", "is neither 00 nor 01")),
         };
         r.finish()?;
+        // Into the table only now, the whole snapshot read.
+        let ephemeral = ephemeral.map(|parts| parts.session(remote.peer(), table, seed));
         let extras =
             (ephemeral.is_some() || !outbound.is_empty() || operations.is_some()).then(|| {
                 alloc::boxed::Box::new(Extras {
@@ -327,6 +447,8 @@ impl Session {
             max_message_len: crate::handshake::DEFAULT_MAX_MESSAGE_LENGTH,
             budget,
             step,
+            verify_one_by_one: flags & FLAG_VERIFY_ONE_BY_ONE != 0,
+            replay_table: table.cloned(),
             inbound: None,
             extras,
             seed,
@@ -396,8 +518,8 @@ pub(super) fn read_topics(
 
 fn write_ephemeral(w: &mut Writer<'_, BytesMut>, ephemeral: &EphemeralSession) -> Option<()> {
     let config = ephemeral.config();
-    let (ours, theirs, window, latest) = ephemeral.parts();
-    let window = window?;
+    let (ours, theirs, seen, latest) = ephemeral.parts();
+    let window = seen.export()?;
     w.bijou64_len(config.max_payload);
     w.bijou64(config.max_age.as_secs());
     w.bijou64(u64::from(config.max_age.subsec_nanos()));
@@ -406,6 +528,8 @@ fn write_ephemeral(w: &mut Writer<'_, BytesMut>, ephemeral: &EphemeralSession) -
     w.bijou64(latest);
     write_topics(w, ours.iter());
     write_topics(w, theirs.iter());
+    w.bijou64_len(seen.capacity());
+    w.bijou64(seen.max_drift_secs());
     w.bytes(&window.key);
     match window.floor {
         None => w.u8(0),
@@ -422,7 +546,42 @@ fn write_ephemeral(w: &mut Writer<'_, BytesMut>, ephemeral: &EphemeralSession) -
     Some(())
 }
 
-fn read_ephemeral(r: &mut Reader<'_>, rng: SeededRng) -> Result<EphemeralSession, RestoreError> {
+/// An ephemeral state as read, its window checked (it imports), not yet
+/// put anywhere.
+struct EphemeralParts {
+    config: EphemeralConfig,
+    ours: BTreeSet<Topic>,
+    theirs: BTreeSet<Topic>,
+    latest: u64,
+    export: Export,
+    window: NonceCache,
+}
+
+impl EphemeralParts {
+    /// The session's ephemeral state: with the window as its own, or, with
+    /// a table, given back to the table as `peer`'s.
+    fn session(
+        self,
+        peer: bijou_signing::PeerId,
+        table: Option<&ReplayTable>,
+        seed: [u8; 32],
+    ) -> EphemeralSession {
+        let window = match table {
+            Some(table) => Window::Peer(table.adopt(peer, &self.export)),
+            None => Window::Own(self.window),
+        };
+        EphemeralSession::from_parts(
+            self.config,
+            self.ours,
+            self.theirs,
+            window,
+            self.latest,
+            ephemeral_rng(seed),
+        )
+    }
+}
+
+fn read_ephemeral(r: &mut Reader<'_>, version: u8) -> Result<EphemeralParts, RestoreError> {
     let usize_field = |r: &mut Reader<'_>, field| {
         usize::try_from(r.bijou64(field)?).map_err(|_| invalid(field, "is too large"))
     };
@@ -441,6 +600,16 @@ fn read_ephemeral(r: &mut Reader<'_>, rng: SeededRng) -> Result<EphemeralSession
     let latest = r.bijou64("latest wall time")?;
     let ours = read_topics(r, "our topics")?;
     let theirs = read_topics(r, "their topics")?;
+    // Version 1 sized the window by the limits; 2 writes its own.
+    let (capacity, max_age) = if version >= 2 {
+        let capacity = usize_field(r, "window capacity")?;
+        if !(1..=MAX_SHARD_ENTRIES).contains(&capacity) {
+            return Err(invalid("window capacity", "is not 1 to 2^24 - 1"));
+        }
+        (capacity, Duration::from_secs(r.bijou64("window max age")?))
+    } else {
+        (config.dedup_capacity, config.max_age)
+    };
     let key = r.array("window key")?;
     let floor = match r.u8("window floor")? {
         0 => None,
@@ -457,11 +626,19 @@ fn read_ephemeral(r: &mut Reader<'_>, rng: SeededRng) -> Result<EphemeralSession
         }
         entries.push((second, hash));
     }
-    let window = Export {
+    let export = Export {
         key,
         floor,
         entries,
     };
-    EphemeralSession::from_parts(config, ours, theirs, &window, latest, rng)
-        .ok_or_else(|| invalid("ephemeral window", "does not fit its capacity and floor"))
+    let window = NonceCache::import(max_age, capacity, &export)
+        .ok_or_else(|| invalid("ephemeral window", "does not fit its capacity and floor"))?;
+    Ok(EphemeralParts {
+        config,
+        ours,
+        theirs,
+        latest,
+        export,
+        window,
+    })
 }

@@ -443,3 +443,43 @@ fn topics_over_the_cap_are_refused_by_the_session_itself() {
     assert!(a.poll_event().is_some());
     assert!(a.poll_transmit().is_none());
 }
+
+/// `verify_one_by_one` is kept in a snapshot's flags byte (bit 0) and
+/// comes back as it was; a flag this version does not define is refused.
+#[test]
+fn verify_one_by_one_survives_a_snapshot_and_unknown_flags_are_refused() {
+    use super::snapshot::RestoreError;
+    let now = Now::from_secs(NOW);
+    let (mut a, _) = pair();
+    assert!(!a.verify_one_by_one, "off by default");
+    let batched = a.snapshot(now).expect("idle");
+    a.verify_one_by_one = true;
+    let one_by_one = a.snapshot(now).expect("idle");
+    let restored = Session::restore(&one_by_one, now, [9; 32]).expect("restores");
+    assert!(restored.verify_one_by_one);
+    assert_eq!(restored.snapshot(now).expect("idle"), one_by_one);
+    assert!(
+        !Session::restore(&batched, now, [9; 32])
+            .expect("restores")
+            .verify_one_by_one
+    );
+    // The two differ in the flags byte alone (the checksum aside).
+    let body = one_by_one.len() - 16;
+    let differ: Vec<usize> = (0..body).filter(|&i| batched[i] != one_by_one[i]).collect();
+    assert_eq!(differ.len(), 1);
+    let flags = differ[0];
+    assert_eq!((batched[flags], one_by_one[flags]), (0, 1));
+    for unknown in [2u8, 0x80, 0xFF] {
+        let mut bytes = one_by_one[..body].to_vec();
+        bytes[flags] = unknown;
+        let checksum = blake3::hash(&bytes);
+        bytes.extend_from_slice(&checksum.as_bytes()[..16]);
+        assert!(
+            matches!(
+                Session::restore(&bytes, now, [9; 32]),
+                Err(RestoreError::Invalid { field: "flags", .. })
+            ),
+            "flags {unknown:#x}"
+        );
+    }
+}
