@@ -46,6 +46,7 @@ use bijou_frame::proto::message::{
     LooseCommit, Message, RemoteHeads, SedimentreeId, SignedItem, SyncDiff, SyncMessage,
     SyncResult, VerifiedItem,
 };
+use bijou_frame::proto::replay_table::{ReplayTable, ReplayTableConfig};
 use bijou_frame::proto::session::{Delivered, Received};
 use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Signed};
 use tokio::net::{TcpListener, TcpStream};
@@ -179,6 +180,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct SyncServer {
     pub key: SigningKey,
     responder: Responder,
+    /// How connections are accepted: one replay table for all, so an
+    /// ephemeral message replayed on a peer's next connection is refused.
+    connect: ConnectConfig,
     pub service_name: String,
     fault: Fault,
     store: Mutex<Store>,
@@ -199,6 +203,17 @@ pub struct SyncServer {
     /// Connections that ended before their session, by why
     /// ([`refusal_reason`]).
     refusals: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+/// The accepting side's settings: the defaults, and one replay table
+/// (its default bounds) for every connection.
+fn accept_config() -> ConnectConfig {
+    let mut config = ConnectConfig::default();
+    config.replay_table = Some(ReplayTable::new(
+        ReplayTableConfig::default(),
+        rand::random(),
+    ));
+    config
 }
 
 /// How many connections our server serves at once and how long each may
@@ -280,6 +295,7 @@ impl SyncServer {
         Self {
             responder: Responder::new(HandshakeConfig::default())
                 .with_service_name(service_name.as_bytes()),
+            connect: accept_config(),
             key,
             service_name,
             fault,
@@ -427,7 +443,7 @@ impl SyncServer {
                 carrier,
                 &self.key,
                 &self.responder,
-                &ConnectConfig::default(),
+                &self.connect,
             ))
             .await
             .inspect_err(|e| self.refused(refusal_reason(e)))?;

@@ -31,6 +31,7 @@ use bijou_proto::handshake::{
     Authenticated, HandshakeError, Responder, DEFAULT_MAX_MESSAGE_LENGTH,
 };
 use bijou_proto::message::{Audience, RejectionReason};
+use bijou_proto::replay_table::ReplayTable;
 use bijou_proto::session::{Close, Event, Output, Session, SessionConfig, SignatureRefused};
 use bijou_proto::time::Clock;
 use bijou_signing::Identity;
@@ -81,6 +82,12 @@ pub struct ConnectConfig {
     /// clock; give each connection its own seed, since a reused one
     /// reuses the handshake nonce, which a server refuses as a replay.
     pub seed: Option<[u8; 32]>,
+    /// The ephemeral de-duplication windows kept per remote peer across
+    /// its connections ([`ReplayTable`]): give every connection of a
+    /// server (or a client) the same table, and a message replayed on a
+    /// peer's next connection within its age window is refused. `None`
+    /// (the default): each connection has its own window.
+    pub replay_table: Option<ReplayTable>,
 }
 
 impl Default for ConnectConfig {
@@ -90,6 +97,7 @@ impl Default for ConnectConfig {
             max_message_length: DEFAULT_MAX_MESSAGE_LENGTH,
             clock: Clock::system(),
             seed: None,
+            replay_table: None,
         }
     }
 }
@@ -97,12 +105,13 @@ impl Default for ConnectConfig {
 impl ConnectConfig {
     /// The session settings these make: the seed (drawn from the
     /// operating system when none is set), the handshake timeout, the
-    /// message length after the handshake.
+    /// message length after the handshake, the replay table.
     #[must_use]
     pub fn session_config(&self) -> SessionConfig {
         let mut config = SessionConfig::new(self.seed.unwrap_or_else(os_seed));
         config.handshake_timeout = self.timeout;
         config.max_message_len = self.max_message_length;
+        config.replay_table.clone_from(&self.replay_table);
         config
     }
 }

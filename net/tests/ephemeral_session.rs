@@ -17,6 +17,7 @@ use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::message::{
     Audience, EphemeralPayload, MessageError, SignedEphemeral, Topic, Topics,
 };
+use bijou_proto::replay_table::{ReplayTable, ReplayTableConfig};
 use bijou_proto::session::{Delivered, Received, Rejected, SessionConfig};
 use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
@@ -394,4 +395,64 @@ fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
     }
     assert_eq!(taken.load(Ordering::Relaxed), 1, "nothing more was read");
     assert!(conn.session().has_transmit(), "the one answer, held");
+}
+
+/// A pair whose server keeps its peers' ephemeral windows in `table`.
+async fn pair_sharing(table: &ReplayTable) -> (Conn, Conn) {
+    let (x, y) = tokio::io::duplex(1 << 20);
+    let responder = Responder::new(HandshakeConfig::default());
+    let b_key = key(0xB0);
+    let b_id = b_key.peer_id();
+    let mut accept = handshake_config();
+    accept.replay_table = Some(table.clone());
+    let server = tokio::spawn(async move {
+        Connection::accept(
+            FramedTransport::new(y, Bijou64),
+            &b_key,
+            &responder,
+            &accept,
+        )
+        .await
+        .expect("accept")
+    });
+    let a: Conn = Connection::connect(
+        FramedTransport::new(x, Bijou64),
+        &key(0xA0),
+        Audience::Known(b_id),
+        &handshake_config(),
+    )
+    .await
+    .expect("connect");
+    (a, server.await.expect("task"))
+}
+
+#[tokio::test]
+async fn a_replay_on_the_peers_next_connection_is_refused_with_a_shared_table() {
+    let table = ReplayTable::new(ReplayTableConfig::default(), [3; 32]);
+    let topic = Topic::new([4; 32]);
+    let message = sealed(0xA0, topic, 77, NOW, b"once".to_vec());
+    let (mut a, mut b) = pair_sharing(&table).await;
+    b.subscribe(Topics::one(topic)).await.expect("subscribe");
+    let first = send_raw(&mut a, &mut b, message.clone()).await;
+    assert!(matches!(first, Ok(Delivered::Ephemeral(_))), "{first:?}");
+    drop((a, b));
+    // The same peer, a new connection, the same bytes: refused.
+    let (mut a, mut b) = pair_sharing(&table).await;
+    b.subscribe(Topics::one(topic)).await.expect("subscribe");
+    let again = send_raw(&mut a, &mut b, message).await;
+    assert!(
+        matches!(
+            again,
+            Err(Rejected::Ephemeral(EphemeralRejected::Duplicate {
+                nonce: 77,
+                ..
+            }))
+        ),
+        "{again:?}"
+    );
+    // Without the table, the second connection would have delivered it:
+    // a fresh message still is.
+    let fresh = sealed(0xA0, topic, 78, NOW, b"new".to_vec());
+    let fresh = send_raw(&mut a, &mut b, fresh).await;
+    assert!(matches!(fresh, Ok(Delivered::Ephemeral(_))), "{fresh:?}");
 }
