@@ -5,15 +5,15 @@
 //! itself).
 
 use bijou_proto::ephemeral::{EphemeralRejected, PublishError};
-use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::message::{
-    Audience, EphemeralMessage, EphemeralPayload, Message, SignedEphemeral, Topic, Topics,
+    EphemeralMessage, EphemeralPayload, Message, SignedEphemeral, Topic, Topics,
 };
 use bijou_proto::session::{Delivered, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::Now;
 use bijou_proto::verify_budget::VerifyBudget;
 use bijou_signing::ed25519_dalek::SigningKey;
-use bijou_signing::Identity;
+use bijou_test_support::pair as kit;
 use bytes::Bytes;
 
 const NOW: u64 = 1_700_000_000;
@@ -26,24 +26,14 @@ fn now() -> Now {
     Now::from_secs(NOW)
 }
 
-/// Two sessions after a handshake driven by hand: (a, b).
+/// Two sessions after their own handshake (the shared kit's pair, keys
+/// 0xA0 and 0xB0): (a, b).
 fn pair() -> (Session, Session) {
-    let (a_key, b_key) = (key(0xA0), key(0xB0));
-    let initiator = Initiator::new(&a_key, Audience::Known(b_key.peer_id()), now(), [1; 16])
-        .expect("challenge");
-    let answer = Responder::new(HandshakeConfig::default()).answer(
-        &b_key,
-        initiator.challenge().clone(),
-        now(),
-    );
-    let at_b = answer.outcome.expect("accepted");
-    let at_a = initiator
-        .receive(answer.reply.expect("a response"))
-        .expect("authenticated");
-    (
-        Session::new(a_key.peer_id(), at_a, SessionConfig::new([1; 32])),
-        Session::new(b_key.peer_id(), at_b, SessionConfig::new([2; 32])),
-    )
+    let configs = (SessionConfig::new([1; 32]), SessionConfig::new([2; 32]));
+    let responder = Responder::new(HandshakeConfig::default());
+    kit::Pair::between((key(0xA0), key(0xB0)), configs, responder, now())
+        .established()
+        .into_sessions()
 }
 
 /// `to` takes `bytes` and judges them without waiting on its budget: the

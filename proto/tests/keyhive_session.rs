@@ -3,30 +3,33 @@
 //! typed error while the session goes on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::keyhive::{KeyhiveError, KeyhiveMessage, KeyhivePeer, SignedKeyhive, SukMessage};
-use bijou_proto::message::{Audience, MessageError};
+use bijou_proto::message::MessageError;
 use bijou_proto::session::{verify_message, Delivered, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::Clock;
 use bijou_signing::ed25519_dalek::SigningKey;
 use bijou_signing::Identity;
+use bijou_test_support::pair as kit;
 use bytes::Bytes;
 
+/// Alice, Bob, and Bob's session with Alice after their handshake (the
+/// shared kit's pair).
 fn sessions() -> (SigningKey, SigningKey, Session) {
     let (alice, bob) = (
         SigningKey::from_bytes(&[1; 32]),
         SigningKey::from_bytes(&[2; 32]),
     );
-    let now = Clock::system().now();
-    let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16]).unwrap();
-    let answer =
-        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
-    let at_bob = answer.outcome.unwrap();
-    (
-        alice,
-        bob.clone(),
-        Session::new(bob.peer_id(), at_bob, SessionConfig::new([4; 32])),
-    )
+    let configs = (SessionConfig::new([3; 32]), SessionConfig::new([4; 32]));
+    let responder = Responder::new(HandshakeConfig::default());
+    let pair = kit::Pair::between(
+        (alice.clone(), bob.clone()),
+        configs,
+        responder,
+        Clock::system().now(),
+    );
+    let (_, at_bob) = pair.established().into_sessions();
+    (alice, bob, at_bob)
 }
 
 fn suk_from(signer: &SigningKey, to: &SigningKey) -> Bytes {

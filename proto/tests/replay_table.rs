@@ -9,12 +9,13 @@
 use std::time::Duration;
 
 use bijou_proto::ephemeral::{EphemeralConfig, EphemeralRejected};
-use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
-use bijou_proto::message::{Audience, EphemeralMessage, Message, Topic, Topics};
+use bijou_proto::handshake::{HandshakeConfig, Responder};
+use bijou_proto::message::{EphemeralMessage, Message, Topic, Topics};
 use bijou_proto::replay_table::{ReplayTable, ReplayTableConfig};
 use bijou_proto::session::{Delivered, Rejected, Session, SessionConfig, Work};
 use bijou_proto::time::{Now, Timestamp};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
+use bijou_test_support::pair as kit;
 use bytes::Bytes;
 
 const T0: u64 = 1_800_000_000;
@@ -40,24 +41,17 @@ fn table(config: ReplayTableConfig) -> ReplayTable {
 /// new seeds: connection number `n`): the host's session, made with
 /// `table`, subscribed to [`TOPIC`], and the peer's.
 fn connect(table: Option<&ReplayTable>, peer: &SigningKey, n: u8, now: Now) -> (Session, Session) {
-    let host = host_key();
-    let initiator = Initiator::new(peer, Audience::Known(host.peer_id()), now, [n; 16]).unwrap();
-    let answer = Responder::new(HandshakeConfig::default()).answer(
-        &host,
-        initiator.challenge().clone(),
-        now,
-    );
-    let at_host = answer.outcome.unwrap();
-    let at_peer = initiator.receive(answer.reply.unwrap()).unwrap();
     let mut config = SessionConfig::new([n; 32]);
     config.replay_table = table.cloned();
-    let mut host_session = Session::new(host.peer_id(), at_host, config);
+    let configs = (SessionConfig::new([n ^ 0xFF; 32]), config);
+    let responder = Responder::new(HandshakeConfig::default());
+    let pair = kit::Pair::between((peer.clone(), host_key()), configs, responder, now);
+    let (peer_session, mut host_session) = pair.established().into_sessions();
     host_session
         .on_send(&Message::Ephemeral(EphemeralMessage::Subscribe(
             Topics::one(TOPIC),
         )))
         .unwrap();
-    let peer_session = Session::new(peer.peer_id(), at_peer, SessionConfig::new([n ^ 0xFF; 32]));
     (host_session, peer_session)
 }
 

@@ -7,20 +7,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use bijou_codec::Wire;
-use bijou_proto::handshake::{HandshakeConfig, Initiator, Responder};
 use bijou_proto::message::{
-    Audience, CommitId, EphemeralMessage, HeadsUpdate, Message, RemoteHeads, SedimentreeId,
-    SyncMessage, Topic, Topics,
+    CommitId, EphemeralMessage, HeadsUpdate, Message, RemoteHeads, SedimentreeId, SyncMessage,
+    Topic, Topics,
 };
 use bijou_proto::session::snapshot::{
     RestoreError, SnapshotError, OLDEST_SNAPSHOT_VERSION, SNAPSHOT_VERSION,
 };
 use bijou_proto::session::{
-    Delivered, Operation, OperationError, Outcome, Received, Rejected, Session, SessionConfig, Work,
+    Delivered, Operation, OperationError, Outcome, Received, Rejected, Session, Work,
 };
 use bijou_proto::time::{Now, Timestamp};
 use bijou_proto::verify_budget::VerifyBudget;
-use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity};
+use bijou_signing::{ed25519_dalek::SigningKey, Blob};
+use bijou_test_support::pair as kit;
 use bytes::Bytes;
 use proptest::prelude::*;
 
@@ -43,19 +43,9 @@ fn keys() -> (SigningKey, SigningKey) {
     )
 }
 
-/// Alice's session and Bob's, authenticated.
+/// Alice's session and Bob's, authenticated (the shared kit's pair).
 fn pair() -> (Session, Session) {
-    let (alice, bob) = keys();
-    let now = at(0);
-    let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16]).unwrap();
-    let answer =
-        Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
-    let at_bob = answer.outcome.unwrap();
-    let at_alice = initiator.receive(answer.reply.unwrap()).unwrap();
-    (
-        Session::new(alice.peer_id(), at_alice, SessionConfig::new([1; 32])),
-        Session::new(bob.peer_id(), at_bob, SessionConfig::new([2; 32])),
-    )
+    kit::Pair::connected().into_sessions()
 }
 
 fn receive(session: &mut Session, bytes: Bytes, now: Now) -> Option<Received> {

@@ -219,9 +219,9 @@ pub fn at(secs: u64) -> Now {
 }
 
 impl Pair {
-    /// A client (seed `[1; 32]`) and a server (seed `[2; 32]`) with
-    /// `client` and `server` as their settings, the handshake not yet
-    /// run: [`Pair::run`] runs it.
+    /// A client (key `[1; 32]`) and a server (key `[2; 32]`) with
+    /// `client` and `server` as their settings at [`at(0)`](at), the
+    /// handshake not yet run: [`Pair::run`] runs it.
     #[must_use]
     pub fn new(client: SessionConfig, server: SessionConfig) -> Self {
         let responder = Responder::new(HandshakeConfig::default());
@@ -235,15 +235,32 @@ impl Pair {
         server: SessionConfig,
         responder: Responder,
     ) -> Self {
-        let (client_key, server_key) = (
+        let keys = (
             SigningKey::from_bytes(&[1; 32]),
             SigningKey::from_bytes(&[2; 32]),
         );
-        let now = at(0);
+        Self::between(keys, (client, server), responder, at(0))
+    }
+
+    /// The general form: `keys` and `configs` (client's, server's), the
+    /// server checking challenges with `responder`, both made at `now`
+    /// (the client addresses the server's key).
+    #[must_use]
+    pub fn between(
+        keys: (SigningKey, SigningKey),
+        configs: (SessionConfig, SessionConfig),
+        responder: Responder,
+        now: Now,
+    ) -> Self {
+        let (client_key, server_key) = keys;
         let audience = Audience::Known(server_key.peer_id());
-        let client_session = Session::client(client_key.verifying_key(), audience, now, client);
-        let server_session = Session::server(server_key.verifying_key(), responder, now, server);
-        Self::from_sessions(client_session, server_session)
+        let client = Session::client(client_key.verifying_key(), audience, now, configs.0);
+        let server = Session::server(server_key.verifying_key(), responder, now, configs.1);
+        Self {
+            client: Peer::new(client, client_key),
+            server: Peer::new(server, server_key),
+            now,
+        }
     }
 
     /// A pair of sessions made elsewhere at [`at(0)`](at), with keys
@@ -264,27 +281,39 @@ impl Pair {
         Self::connected_with(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]))
     }
 
-    /// A pair with these settings whose handshake completed; the
-    /// [`Event::Established`] of each side taken.
+    /// A pair with these settings whose handshake completed.
+    #[must_use]
+    pub fn connected_with(client: SessionConfig, server: SessionConfig) -> Self {
+        Self::new(client, server).established()
+    }
+
+    /// Runs the handshake to its end; each side's
+    /// [`Event::Established`] taken.
     ///
     /// # Panics
     ///
     /// If the handshake does not complete.
     #[must_use]
-    pub fn connected_with(client: SessionConfig, server: SessionConfig) -> Self {
-        let mut pair = Self::new(client, server);
-        pair.run();
+    pub fn established(mut self) -> Self {
+        self.run();
         assert!(
-            pair.client.established() && pair.server.established(),
+            self.client.established() && self.server.established(),
             "the handshake did not complete: client {:?}, server {:?}",
-            pair.client.events,
-            pair.server.events
+            self.client.events,
+            self.server.events
         );
-        for peer in [&mut pair.client, &mut pair.server] {
+        for peer in [&mut self.client, &mut self.server] {
             peer.events
                 .retain(|event| !matches!(event, Event::Established(_)));
         }
-        pair
+        self
+    }
+
+    /// The two sessions (client's, server's), for a test that drives
+    /// them itself.
+    #[must_use]
+    pub fn into_sessions(self) -> (Session, Session) {
+        (self.client.session, self.server.session)
     }
 
     /// Moves each side's outbox to the other's inbox.
