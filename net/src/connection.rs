@@ -10,8 +10,8 @@ use bijou_proto::ephemeral::{EphemeralConfig, EphemeralSession};
 use bijou_proto::handshake::{Authenticated, Responder};
 use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
 use bijou_proto::session::{
-    Operation, OperationError, OperationId, Outcome, Session, SessionConfig, StartError, Work,
-    WrongSigner,
+    Completed, Event, Operation, OperationError, OperationId, Outcome, Output, Session,
+    SessionConfig, SignRequest, StartError, WrongSigner,
 };
 use bijou_proto::time::{Clock, Timestamp};
 use bijou_proto::verify_budget::VerifyBudget;
@@ -137,23 +137,28 @@ pub struct Connection<T> {
     running_since: Option<Instant>,
 }
 
-/// The shell's waits: the verification budget's, and what the session's
-/// operations need of the shell.
+/// The shell's waits and what the session handed out that the shell
+/// still holds: made when first needed, freed once idle.
 #[derive(Debug, Default)]
 struct Waits {
-    /// The budget's wait in progress.
-    budget_wait: Option<BudgetTimer>,
+    /// Messages the session sent ([`Output::Transmit`]) that the
+    /// transport has not taken yet, oldest first: written before anything
+    /// else, and nothing is read while one waits (so they stay as few as
+    /// one received message can cause).
+    unsent: VecDeque<Bytes>,
+    /// Sign requests ([`Output::Sign`]) waiting for `finish`'s signer.
+    asked: VecDeque<SignRequest>,
+    /// Operations that ended ([`Event::Completed`]), until `finish`
+    /// takes them.
+    completed: Vec<Completed>,
     /// Messages received while [`Connection::finish`] waited, for
     /// [`Connection::recv`] (at most [`HELD_MESSAGES`] and about
     /// [`HELD_BYTES`]).
     held: VecDeque<Received>,
     held_bytes: usize,
-    /// The timer for the session's earliest operation deadline, and that
-    /// deadline.
-    deadline: Option<(Timestamp, BudgetTimer)>,
-    /// Operations in flight when last looked at: a change means one ended
-    /// (or started), which `finish` must see.
-    in_flight: usize,
+    /// The timer for when the session must be polled again (an operation's
+    /// deadline, the verification budget), and that instant.
+    timer: Option<(Timestamp, BudgetTimer)>,
 }
 
 /// How many received messages [`Connection::finish`] keeps for
@@ -330,6 +335,18 @@ impl<T: Transport> Connection<T> {
     #[must_use]
     pub fn authenticated(&self) -> Option<&Authenticated> {
         self.session.authenticated()
+    }
+
+    /// Whether messages the session sends on its own (answers, an
+    /// operation's messages) wait for the transport to take them; while
+    /// one does, nothing more is read.
+    #[must_use]
+    pub fn has_unsent(&self) -> bool {
+        self.session.has_transmit()
+            || self
+                .waits
+                .as_ref()
+                .is_some_and(|shell| !shell.unsent.is_empty())
     }
 
     /// The protocol state.
@@ -693,10 +710,8 @@ impl<T: Transport> Connection<T> {
         signer: &S,
     ) -> Poll<Result<Outcome, RunError>> {
         loop {
-            if self.session.needs_signer() {
-                self.session.sign_pending_with(signer)?;
-            }
-            if let Some(done) = self.session.completed(id) {
+            self.sign_asked(signer)?;
+            if let Some(done) = self.take_completed(id) {
                 self.tidy();
                 return Poll::Ready(
                     done.result
@@ -707,16 +722,10 @@ impl<T: Transport> Connection<T> {
                 return Poll::Ready(Err(RunError::Unknown(id)));
             };
             let shell = self.waits.get_or_insert_with(Box::default);
-            if shell.held.len() >= HELD_MESSAGES || shell.held_bytes >= HELD_BYTES {
-                // Read nothing more: write what the session sends, and let
-                // the deadline end the operation.
-                if let Err(e) = ready!(self.poll_send_transmits(cx)) {
-                    return Poll::Ready(Err(e.into()));
-                }
-                ready!(self.poll_deadline(cx));
-                continue;
-            }
-            match ready!(self.poll_progress(cx)) {
+            // Past the held bound, read nothing more: write what the
+            // session sends, and let the deadline end the operation.
+            let read = shell.held.len() < HELD_MESSAGES && shell.held_bytes < HELD_BYTES;
+            match ready!(self.poll_progress(cx, read)) {
                 Some(Ok(Progress::Received(received))) => {
                     let shell = self.waits.get_or_insert_with(Box::default);
                     shell.held_bytes += received.bytes.len();
@@ -729,17 +738,50 @@ impl<T: Transport> Connection<T> {
         }
     }
 
-    /// Waits for the session's earliest operation deadline, and ends the
-    /// operations it ends ([`Session::handle_timeout`]).
-    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let Some(at) = self.session.poll_timeout() else {
-            return Poll::Pending;
-        };
+    /// Signs what the session asked ([`Output::Sign`]) with `signer`, the
+    /// key that ran the handshake.
+    fn sign_asked<S: Identity + ?Sized>(&mut self, signer: &S) -> Result<(), WrongSigner> {
         let Some(shell) = self.waits.as_mut() else {
+            return Ok(());
+        };
+        if shell.asked.is_empty() {
+            return Ok(());
+        }
+        let local = self.session.local_peer();
+        if signer.peer_id() != local {
+            return Err(WrongSigner {
+                signer: signer.peer_id(),
+                local,
+            });
+        }
+        while let Some(request) = shell.asked.pop_front() {
+            // Our own key over the session's own bytes: verified by the
+            // session; a signer that fails leaves the request to its
+            // operation's deadline.
+            let _ = self.session.sign_with(&request, signer);
+        }
+        Ok(())
+    }
+
+    /// The end of operation `id`, if it ended and was not taken yet.
+    fn take_completed(&mut self, id: OperationId) -> Option<Completed> {
+        let shell = self.waits.as_mut()?;
+        let at = shell.completed.iter().position(|done| done.id == id)?;
+        Some(shell.completed.swap_remove(at))
+    }
+
+    /// Waits for the instant the session asked to be polled again at
+    /// (`until` of its last [`Output::Wait`]).
+    fn poll_timer(&mut self, cx: &mut Context<'_>, until: Option<Timestamp>) -> Poll<()> {
+        let Some(at) = until else {
+            if let Some(shell) = self.waits.as_mut() {
+                shell.timer = None;
+            }
             return Poll::Pending;
         };
         let clock = &self.clock;
-        let timer = match &mut shell.deadline {
+        let shell = self.waits.get_or_insert_with(Box::default);
+        let timer = match &mut shell.timer {
             Some((armed, timer)) if *armed == at => timer,
             slot => {
                 let wait = at.saturating_duration_since(clock.monotonic());
@@ -747,10 +789,7 @@ impl<T: Transport> Connection<T> {
             }
         };
         ready!(timer.poll(cx));
-        shell.deadline = None;
-        // Expires what is due; verification work, if any, is the
-        // receive loop's.
-        let _ = self.session.handle_timeout(self.clock.now());
+        shell.timer = None;
         Poll::Ready(())
     }
 
@@ -784,7 +823,7 @@ impl<T: Transport> Connection<T> {
     }
 
     /// Ready for a message of the caller's once the session's own
-    /// messages ([`Session::poll_transmit`]) are written before it.
+    /// messages are written before it.
     fn poll_ready_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
         ready!(self.poll_write_transmits(cx))?;
         Pin::new(&mut self.transport)
@@ -793,8 +832,18 @@ impl<T: Transport> Connection<T> {
     }
 
     /// Writes what the session sends on its own into the transport, each
-    /// message once the transport is ready for it.
+    /// message once the transport is ready for it: the one the receive
+    /// loop polled out first, then those still queued (written in place).
     fn poll_write_transmits(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        while let Some(shell) = self.waits.as_mut().filter(|s| !s.unsent.is_empty()) {
+            ready!(Pin::new(&mut self.transport).poll_ready(cx)).map_err(SendError::Transport)?;
+            if let Some(bytes) = shell.unsent.pop_front() {
+                Pin::new(&mut self.transport)
+                    .start_send(bytes)
+                    .map_err(SendError::Transport)?;
+                self.transmits_unflushed = true;
+            }
+        }
         while self.session.has_transmit() {
             ready!(Pin::new(&mut self.transport).poll_ready(cx)).map_err(SendError::Transport)?;
             if let Some(message) = self.session.poll_transmit() {
@@ -807,9 +856,8 @@ impl<T: Transport> Connection<T> {
 
     /// Writes and flushes what the session sends on its own, for a
     /// connection that may only be receiving: its answers must still reach
-    /// the peer. Until they are out, nothing more is read (the session
-    /// takes no message while one waits), so a peer that does not read
-    /// stalls only itself.
+    /// the peer. Until they are out, nothing more is read, so a peer that
+    /// does not read stalls only itself.
     fn poll_send_transmits(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), TransportError>> {
         ready!(self.poll_write_transmits(cx)).map_err(transport_error)?;
         if self.transmits_unflushed {
@@ -860,71 +908,72 @@ impl<T: Transport> Connection<T> {
             }
         }
         loop {
-            return match ready!(self.poll_progress(cx)) {
+            return match ready!(self.poll_progress(cx, true)) {
                 Some(Ok(Progress::Received(received))) => {
                     self.tidy();
                     Poll::Ready(Some(Ok(received)))
                 }
-                Some(Ok(Progress::Operations)) => continue,
-                // Only `finish` has the signer: the deadline, whose timer
-                // is armed, ends the wait.
-                Some(Ok(Progress::NeedsSigner)) => Poll::Pending,
+                // Only `finish` has the signer: the session reads nothing
+                // meanwhile, and the operation's deadline (the timer the
+                // next turn arms) ends the wait.
+                Some(Ok(Progress::Operations | Progress::NeedsSigner)) => continue,
                 Some(Err(e)) => Poll::Ready(Some(Err(e))),
                 None => Poll::Ready(None),
             };
         }
     }
 
-    /// Frees the shell's box once it holds nothing: no wait, no deadline,
-    /// no held message, no operation running.
+    /// Frees the shell's box once it holds nothing: nothing unsent, asked
+    /// or ended, no held message, no operation running, no wait needed.
     fn tidy(&mut self) {
-        // A deadline timer is stale once no operation runs, a budget
-        // wait once nothing is being verified.
         let idle = self.waits.as_ref().is_some_and(|shell| {
-            shell.held.is_empty()
+            shell.unsent.is_empty()
+                && shell.asked.is_empty()
+                && shell.completed.is_empty()
+                && shell.held.is_empty()
                 && self.session.operations_in_flight() == 0
-                && (shell.budget_wait.is_none() || !self.session.has_work())
+                && !self.session.has_work()
         });
         if idle {
             self.waits = None;
         }
     }
 
-    /// Whether operations started or ended since last asked.
-    fn operations_moved(&mut self) -> bool {
-        let Some(shell) = self.waits.as_mut() else {
-            return false;
-        };
-        let now = self.session.operations_in_flight();
-        let moved = now != shell.in_flight;
-        shell.in_flight = now;
-        moved
-    }
-
     /// The receive loop; see [`Connection`]. Its run is timed from the
     /// first poll after it last returned `Pending` (waiting, or yielding):
     /// what a poll hands out does not restart the clock. A caller that
     /// waited elsewhere meanwhile (on a send) finds the clock run down and
-    /// yields once more than it needed to: a yield, never a stall.
+    /// yields once more than it needed to: a yield, never a stall. With
+    /// `read` false it takes nothing from the transport.
     fn poll_progress(
         &mut self,
         cx: &mut Context<'_>,
+        read: bool,
     ) -> Poll<Option<Result<Progress, TransportError>>> {
         let started = *self.running_since.get_or_insert_with(Instant::now);
-        let polled = self.poll_progress_since(cx, started);
+        let polled = self.poll_progress_since(cx, started, read);
         if polled.is_pending() {
             self.running_since = None;
         }
         polled
     }
 
+    /// One loop over [`Session::poll`]: what it sends is written, what it
+    /// asks to sign waits for `finish`, its events are handed out, and the
+    /// transport is read only when the session says it takes a message.
     fn poll_progress_since(
         &mut self,
         cx: &mut Context<'_>,
         started: Instant,
+        read: bool,
     ) -> Poll<Option<Result<Progress, TransportError>>> {
         loop {
-            if self.session.has_transmit() || self.transmits_unflushed {
+            if self
+                .waits
+                .as_ref()
+                .is_some_and(|shell| !shell.unsent.is_empty())
+                || self.transmits_unflushed
+            {
                 // Out now if the transport takes it, so the answer does not
                 // wait for the next poll; if not, the wait comes before the
                 // next read (below).
@@ -933,56 +982,76 @@ impl<T: Transport> Connection<T> {
                     return Poll::Ready(Some(Err(e)));
                 }
             }
-            if let Some(received) = self.session.poll_event() {
-                return Poll::Ready(Some(Ok(Progress::Received(received))));
-            }
-            if self.operations_moved() {
-                return Poll::Ready(Some(Ok(Progress::Operations)));
-            }
-            if self.session.has_work() {
-                if let Some(shell) = self.waits.as_mut() {
-                    if let Some(wait) = shell.budget_wait.as_mut() {
-                        ready!(wait.poll(cx));
-                        shell.budget_wait = None;
-                        self.tidy();
-                    }
+            let step_started = Instant::now();
+            let until = match self.session.poll(self.clock.now()) {
+                Output::Transmit(bytes) => {
+                    // Written at the top of the next turn if the transport
+                    // takes it; the events behind it are handed out either
+                    // way, and nothing is read until it is out.
+                    self.waits
+                        .get_or_insert_with(Box::default)
+                        .unsent
+                        .push_back(bytes);
+                    continue;
                 }
-                let step_started = Instant::now();
-                match self.session.poll_work(self.clock.now()) {
-                    Work::Idle => continue,
-                    Work::More => {
-                        // Steps are sized by time, not only by count: if
-                        // one more like this one would take the poll past
-                        // YIELD_AFTER, yield before it, not after.
-                        let step = step_started.elapsed();
-                        if started.elapsed() + step >= YIELD_AFTER {
-                            return yield_to_runtime(cx);
+                Output::Sign(request) => {
+                    // A registration or a publish waits for `finish`'s
+                    // signer; the receive stream waits for the deadline.
+                    self.waits
+                        .get_or_insert_with(Box::default)
+                        .asked
+                        .push_back(request);
+                    return Poll::Ready(Some(Ok(Progress::NeedsSigner)));
+                }
+                Output::Event(Event::Received(received)) => {
+                    return Poll::Ready(Some(Ok(Progress::Received(received))));
+                }
+                Output::Event(Event::Completed(done)) => {
+                    self.waits
+                        .get_or_insert_with(Box::default)
+                        .completed
+                        .push(done);
+                    return Poll::Ready(Some(Ok(Progress::Operations)));
+                }
+                Output::Event(Event::Closed(_)) => {
+                    self.ended = true;
+                    return Poll::Ready(None);
+                }
+                Output::Event(_) => continue,
+                Output::Continue => {
+                    // Steps are sized by time, not only by count: if one
+                    // more like this one would take the poll past
+                    // YIELD_AFTER, yield before it, not after.
+                    let step = step_started.elapsed();
+                    if started.elapsed() + step >= YIELD_AFTER {
+                        return yield_to_runtime(cx);
+                    }
+                    continue;
+                }
+                Output::Wait {
+                    read: session_reads,
+                    until,
+                } => {
+                    if !(session_reads && read) {
+                        if let Err(e) = ready!(self.poll_send_transmits(cx)) {
+                            self.ended = true;
+                            return Poll::Ready(Some(Err(e)));
                         }
+                        ready!(self.poll_timer(cx, until));
                         continue;
                     }
-                    Work::Wait(at) => {
-                        let wait = at.saturating_duration_since(self.clock.monotonic());
-                        self.waits.get_or_insert_with(Box::default).budget_wait =
-                            Some(BudgetTimer::after(wait));
-                        continue;
-                    }
+                    until
                 }
-            }
+            };
             if let Err(e) = ready!(self.poll_send_transmits(cx)) {
                 self.ended = true;
                 return Poll::Ready(Some(Err(e)));
             }
-            if self.waits.is_some() && self.poll_deadline(cx).is_ready() {
+            if self.poll_timer(cx, until).is_ready() {
                 continue;
             }
             if self.ended {
                 return Poll::Ready(None);
-            }
-            if self.session.needs_signer() {
-                // A registration waits for its signer: `finish` signs;
-                // the receive stream waits for the deadline (polled
-                // above), which ends the registration otherwise.
-                return Poll::Ready(Some(Ok(Progress::NeedsSigner)));
             }
             let bytes = match ready!(self.transport.poll_next_unpin(cx)) {
                 Some(Ok(bytes)) => bytes,
@@ -995,15 +1064,14 @@ impl<T: Transport> Connection<T> {
                     return Poll::Ready(None);
                 }
             };
-            // The session wants a message here: nothing is pending and no
-            // event waits (both were checked above). Were that ever wrong,
+            // The session said it takes a message. Were that ever wrong,
             // the message is not dropped in silence: the stream ends with
             // the session's refusal.
             if let Err(busy) = self.session.handle_message(bytes, self.clock.now()) {
                 self.ended = true;
                 return Poll::Ready(Some(Err(TransportError::Other(Box::new(busy)))));
             }
-            if self.session.has_work() && started.elapsed() >= YIELD_AFTER {
+            if started.elapsed() >= YIELD_AFTER {
                 return yield_to_runtime(cx);
             }
         }

@@ -394,7 +394,7 @@ fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
         assert!(conn.next().now_or_never().is_none(), "waits for the write");
     }
     assert_eq!(taken.load(Ordering::Relaxed), 1, "nothing more was read");
-    assert!(conn.session().has_transmit(), "the one answer, held");
+    assert!(conn.has_unsent(), "the one answer, held");
 }
 
 /// A pair whose server keeps its peers' ephemeral windows in `table`.
