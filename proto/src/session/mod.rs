@@ -13,7 +13,7 @@
 //!                         pending verification ── poll_work(now) ──► Work::More     one step done:
 //!                                        │         (one step:                       yield, call again
 //!                                        │          <= verify_step items,
-//!                                        │          verify_batch)    ──► Work::Wait(t) the budget: call
+//!                                        │          batches of 32)   ──► Work::Wait(t) the budget: call
 //!                                        ▼                                          again at t (poll_timeout)
 //!   caller ◄── poll_event() ── Received { bytes, result }           ──► Work::Idle   nothing to do
 //!
@@ -42,13 +42,17 @@
 //! A `BatchSyncResponse` can carry 131,070 signed items. The session never
 //! verifies them in one go: each [`Session::poll_work`] verifies at most
 //! [`Session::verify_step`] items ([`DEFAULT_VERIFY_STEP`], 32: about
-//! 0.5 ms of one core with batch verification, at most about 3 ms when
-//! every item in the step is forged and the batch falls back to single
-//! checks), after paying for them from the [`VerifyBudget`]. Items are
-//! verified with [`verify_batch`](bijou_signing::batch::verify_batch) per step;
-//! a step whose batch fails is split until each bad item is isolated and
-//! named by index and reason, so the accept set is
-//! [`verify_strict`](bijou_signing::Signed::verify_strict)'s (see
+//! 0.5 ms of one core with batch verification, twice that one by one,
+//! and three times that for the one step whose batch fails), after paying
+//! for them from the [`VerifyBudget`]. Items are verified in batches of
+//! up to 32 ([`verify_batch_all_or_none`](bijou_signing::batch::verify_batch_all_or_none)).
+//! The first batch that fails turns the session to
+//! [`verify_strict`](bijou_signing::Signed::verify_strict) one item at a
+//! time, for that batch's items and every later one
+//! ([`Session::verifies_one_by_one`]): a cheating peer pays one failed
+//! batch, once, and then one `verify_strict` per item, never the cost of
+//! splitting batches to find its forgeries. Each bad item is named by
+//! index and reason, and the accept set is `verify_strict`'s (see
 //! `bijou_signing::batch` for the one documented difference, on keys with
 //! a small-order component). The shell decides when to yield between
 //! steps; `bijou-net` yields after every step, so no poll of a
@@ -192,6 +196,10 @@ pub struct Session {
     max_message_len: usize,
     budget: Bucket,
     step: usize,
+    /// Set once a batch of the peer's signatures fails (a bad signature,
+    /// see [`Session::verifies_one_by_one`]): its items are verified one
+    /// by one from then on, for the rest of the session.
+    verify_one_by_one: bool,
     /// The received message being verified or waiting in
     /// [`Session::poll_event`]; boxed, so an idle session holds a pointer,
     /// not a message's worth of inline space.
@@ -285,6 +293,7 @@ impl Session {
             max_message_len: config.max_message_len,
             budget: Bucket::new(config.verify_budget),
             step: config.verify_step.max(1),
+            verify_one_by_one: false,
             inbound: None,
             extras,
             seed,
@@ -447,9 +456,62 @@ impl Session {
     }
 
     /// Sets the items verified per step (at least 1). Smaller steps bound
-    /// each poll tighter; larger ones batch better.
+    /// each poll tighter. A step's items are batched 32 at a time at
+    /// most, so steps larger than that do not batch better.
     pub fn set_verify_step(&mut self, items: usize) {
         self.step = items.max(1);
+    }
+
+    /// Whether the peer's signed items are verified one by one
+    /// (`verify_strict` each) rather than in batches: once a batch of its
+    /// items fails (it sent a bad signature, or a key or `R` that only a
+    /// cheating signer makes), for the rest of the session. An honest
+    /// peer never sends a bad signature, so its items stay batched.
+    ///
+    /// What a peer can make us pay is bounded either way. Honest items
+    /// cost about half a `verify_strict` each (batches of up to 32). A
+    /// cheating peer costs one `verify_strict` per item plus, once per
+    /// session, the failed batch: at most 32 items, about 16
+    /// `verify_strict`s. For a 1,024-item response that is at most about
+    /// 1.02 `verify_strict`s per item, whatever its forgeries (one in
+    /// seven, one in 32, all), and whatever the step size; splitting each
+    /// failed batch in halves instead cost 1.4 to 1.6. The verdicts are
+    /// the same either way: every good item is accepted, every bad one
+    /// refused and named.
+    ///
+    /// ```
+    /// use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+    /// use bijou_frame::proto::message::*;
+    /// use bijou_frame::proto::session::{Session, SessionConfig, Work};
+    /// use bijou_frame::proto::time::Now;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+    /// use bijou_frame::codec::Wire;
+    ///
+    /// let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// let now = Now::from_secs(1_700_000_000);
+    /// let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+    /// let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    /// let mut b = Session::new(bob.peer_id(), answer.outcome?, SessionConfig::new([2; 32]));
+    /// assert!(!b.verifies_one_by_one());
+    ///
+    /// // A commit carrying another commit's signature: a forgery.
+    /// let (tree, blob) = (SedimentreeId::new([9; 32]), Blob::from_static(b"hi"));
+    /// let seal = |i| Signed::seal(&alice, &LooseCommit::new(tree, CommitId::new([i; 32]), [], blob.meta()));
+    /// let (three, four) = (seal(3)?, seal(4)?);
+    /// let mut forged = three.as_bytes().to_vec();
+    /// let at = forged.len() - 64;
+    /// forged[at..].copy_from_slice(&four.as_bytes()[at..]);
+    /// let item = SignedItem::new(Signed::decode(forged.into())?, blob);
+    /// let msg = SyncMessage::LooseCommit(BlobMessage { id: tree, sender_heads: RemoteHeads::default(), item });
+    /// b.handle_message(Message::Sync(msg).encode()?, now)?;
+    /// while let Work::More = b.poll_work(now) {}
+    /// assert!(b.poll_event().expect("answered").result.is_err());
+    /// assert!(b.verifies_one_by_one());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn verifies_one_by_one(&self) -> bool {
+        self.verify_one_by_one
     }
 
     /// The ephemeral state (our subscriptions, the peer's, the limits), or
@@ -745,6 +807,7 @@ impl Session {
                 .as_mut()
                 .and_then(|extras| extras.ephemeral.as_mut()),
             self.step,
+            &mut self.verify_one_by_one,
             now,
         ) {
             pending::Step::More => {

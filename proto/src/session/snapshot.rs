@@ -327,6 +327,7 @@ impl Session {
             max_message_len: crate::handshake::DEFAULT_MAX_MESSAGE_LENGTH,
             budget,
             step,
+            verify_one_by_one: false,
             inbound: None,
             extras,
             seed,
