@@ -470,14 +470,16 @@ impl Session {
     ///
     /// What a peer can make us pay is bounded either way. Honest items
     /// cost about half a `verify_strict` each (batches of up to 32). A
-    /// cheating peer costs one `verify_strict` per item plus, once per
-    /// session, the failed batch: at most 32 items, about 16
-    /// `verify_strict`s. For a 1,024-item response that is at most about
-    /// 1.02 `verify_strict`s per item, whatever its forgeries (one in
-    /// seven, one in 32, all), and whatever the step size; splitting each
-    /// failed batch in halves instead cost 1.4 to 1.6. The verdicts are
-    /// the same either way: every good item is accepted, every bad one
-    /// refused and named.
+    /// cheating peer costs at most one `verify_strict` per item plus,
+    /// once per session, the failed batch: at most 32 items, about 16
+    /// `verify_strict`s. Counted in instructions
+    /// (`scripts/verify-cost.sh`), a 1,024-item response costs 1.02
+    /// `verify_strict`s per item whatever its forgeries (one in seven,
+    /// one in 32, all) and whatever the step size, where splitting each
+    /// failed batch in halves cost 1.4 to 2.3; 1.12 for a first response
+    /// of 128 items, 1.49 for one of 32 (the 16 extra, paid once). The
+    /// verdicts are the same either way: every good item is accepted,
+    /// every bad one refused and named.
     ///
     /// ```
     /// use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
