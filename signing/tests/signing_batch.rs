@@ -8,7 +8,7 @@ mod signing_support;
 
 use bijou_codec::Wire;
 use bijou_signing::{
-    batch::{verify_batch, verify_items, Item},
+    batch::{verify_batch, verify_batch_all_or_none, verify_items, Item},
     ed25519_dalek::{Signature, Signer as _},
     strict, Signed, Verified, VerifyError,
 };
@@ -228,5 +228,49 @@ proptest! {
             .map(|(c, seed, how, salt)| damage(&sealed(*seed, c), *how, *salt))
             .collect();
         agrees_with_single(&items);
+        all_or_none_agrees_with_single(&items);
     }
+}
+
+/// `verify_batch_all_or_none` passes exactly when every item passes
+/// `verify_strict`, and then hands out the same verified items.
+fn all_or_none_agrees_with_single(items: &[Signed<Commit>]) {
+    let refs: Vec<&Signed<Commit>> = items.iter().collect();
+    let single: Vec<_> = items.iter().map(Signed::verify_strict).collect();
+    match verify_batch_all_or_none(&refs) {
+        Some(verified) => {
+            assert_eq!(verified.len(), items.len());
+            for (i, (a, b)) in verified.iter().zip(&single).enumerate() {
+                let b = b
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("item {i} passed a batch, yet {e}"));
+                assert_eq!(a.as_bytes(), b.as_bytes(), "item {i}");
+                assert_eq!(a.payload(), b.payload(), "item {i}");
+            }
+        }
+        None => assert!(
+            single.iter().any(Result::is_err),
+            "a batch of good items failed"
+        ),
+    }
+}
+
+#[test]
+fn all_or_none_fails_the_whole_batch_for_one_bad_item() {
+    assert_eq!(
+        verify_batch_all_or_none::<Commit>(&[]).map(|v| v.len()),
+        Some(0)
+    );
+    let good = good_items(33);
+    all_or_none_agrees_with_single(&good);
+    assert!(verify_batch_all_or_none(&good.iter().collect::<Vec<_>>()).is_some());
+    for position in [0, 16, 32] {
+        let mut items = good.clone();
+        items[position] = forge(&items[position]);
+        assert!(verify_batch_all_or_none(&items.iter().collect::<Vec<_>>()).is_none());
+        all_or_none_agrees_with_single(&items);
+    }
+    // One item: the full strict check.
+    assert!(verify_batch_all_or_none(&[&good[0]]).is_some());
+    assert!(verify_batch_all_or_none(&[&forge(&good[0])]).is_none());
 }

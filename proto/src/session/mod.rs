@@ -41,14 +41,20 @@
 //! A `BatchSyncResponse` can carry 131,070 signed items. The session never
 //! verifies them in one go: each step ([`Output::Continue`]) verifies at
 //! most [`Session::verify_step`] items ([`DEFAULT_VERIFY_STEP`], 32: about
-//! 0.5 ms of one core with batch verification), after paying for them
-//! from the [`VerifyBudget`] (when it is spent, [`Output::Wait`]'s `until`
-//! says when the next step may run). Items are verified with
-//! [`verify_batch`](bijou_signing::batch::verify_batch) per step; a step
-//! whose batch fails names each bad item by index and reason, so the
-//! accept set is [`verify_strict`](bijou_signing::Signed::verify_strict)'s
-//! (see `bijou_signing::batch` for the one documented difference, on keys
-//! with a small-order component). The shell decides when to yield between
+//! 0.5 ms of one core with batch verification, twice that one by one,
+//! and three times that for the one step whose batch fails), after paying
+//! for them from the [`VerifyBudget`] (when it is spent, [`Output::Wait`]'s
+//! `until` says when the next step may run). Items are verified in batches
+//! of up to 32 ([`verify_batch_all_or_none`](bijou_signing::batch::verify_batch_all_or_none)).
+//! The first batch that fails turns the session to
+//! [`verify_strict`](bijou_signing::Signed::verify_strict) one item at a
+//! time, for that batch's items and every later one
+//! ([`Session::verifies_one_by_one`]): a cheating peer pays one failed
+//! batch, once, and then one `verify_strict` per item, never the cost of
+//! splitting batches to find its forgeries. Each bad item is named by
+//! index and reason, and the accept set is `verify_strict`'s (see
+//! `bijou_signing::batch` for the one documented difference, on keys with
+//! a small-order component). The shell decides when to yield between
 //! steps; `bijou-net` yields once a poll has run 0.5 ms, so no poll of a
 //! connection holds its thread for much more than one step.
 //!
@@ -207,8 +213,10 @@ pub struct Session {
     max_message_len: usize,
     budget: Bucket,
     step: usize,
-    /// This peer's signed items are verified one by one, not in batches.
-    /// Kept in snapshots (flags bit 0).
+    /// Set once a batch of the peer's signatures fails (a bad signature,
+    /// see [`Session::verifies_one_by_one`]): its items are verified one
+    /// by one from then on, for the rest of the session. Kept in
+    /// snapshots (flags bit 0).
     verify_one_by_one: bool,
     /// Where the ephemeral deduplication window is kept: the peer's
     /// window in this table, or (`None`) the session's own.
@@ -470,9 +478,64 @@ impl Session {
     }
 
     /// Sets the items verified per step (at least 1). Smaller steps bound
-    /// each poll tighter; larger ones batch better.
+    /// each poll tighter. A step's items are batched 32 at a time at
+    /// most, so steps larger than that do not batch better.
     pub fn set_verify_step(&mut self, items: usize) {
         self.step = items.max(1);
+    }
+
+    /// Whether the peer's signed items are verified one by one
+    /// (`verify_strict` each) rather than in batches: once a batch of its
+    /// items fails (it sent a bad signature, or a key or `R` that only a
+    /// cheating signer makes), for the rest of the session. An honest
+    /// peer never sends a bad signature, so its items stay batched.
+    ///
+    /// What a peer can make us pay is bounded either way. Honest items
+    /// cost about half a `verify_strict` each (batches of up to 32). A
+    /// cheating peer costs at most one `verify_strict` per item plus,
+    /// once per session, the failed batch: at most 32 items, about 16
+    /// `verify_strict`s. Counted in instructions
+    /// (`scripts/verify-cost.sh`), a 1,024-item response costs 1.02
+    /// `verify_strict`s per item whatever its forgeries (one in seven,
+    /// one in 32, all) and whatever the step size, where splitting each
+    /// failed batch in halves cost 1.4 to 2.3; 1.12 for a first response
+    /// of 128 items, 1.49 for one of 32 (the 16 extra, paid once). The
+    /// verdicts are the same either way: every good item is accepted,
+    /// every bad one refused and named.
+    ///
+    /// ```
+    /// use bijou_frame::proto::handshake::{HandshakeConfig, Initiator, Responder};
+    /// use bijou_frame::proto::message::*;
+    /// use bijou_frame::proto::session::{Session, SessionConfig, Work};
+    /// use bijou_frame::proto::time::Now;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
+    /// use bijou_frame::codec::Wire;
+    ///
+    /// let (alice, bob) = (SigningKey::from_bytes(&[1; 32]), SigningKey::from_bytes(&[2; 32]));
+    /// let now = Now::from_secs(1_700_000_000);
+    /// let initiator = Initiator::new(&alice, Audience::Known(bob.peer_id()), now, [7; 16])?;
+    /// let answer = Responder::new(HandshakeConfig::default()).answer(&bob, initiator.challenge().clone(), now);
+    /// let mut b = Session::new(bob.peer_id(), answer.outcome?, SessionConfig::new([2; 32]));
+    /// assert!(!b.verifies_one_by_one());
+    ///
+    /// // A commit carrying another commit's signature: a forgery.
+    /// let (tree, blob) = (SedimentreeId::new([9; 32]), Blob::from_static(b"hi"));
+    /// let seal = |i| Signed::seal(&alice, &LooseCommit::new(tree, CommitId::new([i; 32]), [], blob.meta()));
+    /// let (three, four) = (seal(3)?, seal(4)?);
+    /// let mut forged = three.as_bytes().to_vec();
+    /// let at = forged.len() - 64;
+    /// forged[at..].copy_from_slice(&four.as_bytes()[at..]);
+    /// let item = SignedItem::new(Signed::decode(forged.into())?, blob);
+    /// let msg = SyncMessage::LooseCommit(BlobMessage { id: tree, sender_heads: RemoteHeads::default(), item });
+    /// b.handle_message(Message::Sync(msg).encode()?, now)?;
+    /// while let Work::More = b.poll_work(now) {}
+    /// assert!(b.poll_event().expect("answered").result.is_err());
+    /// assert!(b.verifies_one_by_one());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn verifies_one_by_one(&self) -> bool {
+        self.verify_one_by_one
     }
 
     /// The ephemeral state (our subscriptions, the peer's, the limits), or
@@ -784,6 +847,7 @@ impl Session {
                 .as_mut()
                 .and_then(|extras| extras.ephemeral.as_mut()),
             self.step,
+            &mut self.verify_one_by_one,
             now,
         ) {
             pending::Step::More => {

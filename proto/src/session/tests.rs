@@ -19,7 +19,7 @@ use crate::verify_budget::VerifyBudget;
 
 const NOW: u64 = 1_700_000_000;
 
-fn key(n: u8) -> SigningKey {
+pub(super) fn key(n: u8) -> SigningKey {
     SigningKey::from_bytes(&[n; 32])
 }
 
@@ -57,11 +57,11 @@ fn pair() -> (Session, Session) {
     pair_with(SessionConfig::new([1; 32]), SessionConfig::new([2; 32]))
 }
 
-fn tree() -> SedimentreeId {
+pub(super) fn tree() -> SedimentreeId {
     SedimentreeId::new([9; 32])
 }
 
-fn commit(i: u32, signer: &SigningKey) -> SignedItem<LooseCommit> {
+pub(super) fn commit(i: u32, signer: &SigningKey) -> SignedItem<LooseCommit> {
     let blob = Blob::from(i.to_be_bytes().to_vec());
     let mut head = [0; 32];
     head[..4].copy_from_slice(&i.to_be_bytes());
@@ -69,7 +69,7 @@ fn commit(i: u32, signer: &SigningKey) -> SignedItem<LooseCommit> {
     SignedItem::new(Signed::seal(signer, &commit).expect("seal"), blob)
 }
 
-fn response(commits: Vec<SignedItem<LooseCommit>>) -> Message {
+pub(super) fn response(commits: Vec<SignedItem<LooseCommit>>) -> Message {
     Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
         requestor: PeerId::from_bytes([5; 32]),
         nonce: 1,
@@ -82,6 +82,18 @@ fn response(commits: Vec<SignedItem<LooseCommit>>) -> Message {
         )),
         responder_heads: RemoteHeads::default(),
     }))
+}
+
+/// `item` with its signature's `S` changed in the lowest bit: it passes
+/// every byte check and fails only the equation (the dearest forgery).
+pub(super) fn forged<T: bijou_signing::Payload>(item: &SignedItem<T>) -> SignedItem<T> {
+    let mut wire = item.signed().as_bytes().to_vec();
+    let s = wire.len() - 32;
+    wire[s] ^= 1;
+    SignedItem::new(
+        Signed::decode(Bytes::from(wire)).expect("decodes"),
+        item.blob().clone(),
+    )
 }
 
 /// Runs the session's work to the end at `now`, counting steps.
@@ -207,6 +219,8 @@ fn a_large_response_is_verified_in_bounded_steps_and_bad_items_are_named() {
         VerifyItemError::ScopeMismatch { .. }
     ));
     assert!(b.wants_message());
+    // The forgery's batch failed: the peer is verified one by one now.
+    assert!(b.verifies_one_by_one());
 }
 
 #[test]
@@ -307,11 +321,145 @@ fn a_bad_loose_commit_rejects_the_whole_message() {
     let now = now_at(Timestamp::from_secs(1_000), 0.0);
     b.handle_message(msg.encode().expect("encode"), now)
         .expect("wants it");
+    assert!(!b.verifies_one_by_one());
     let (received, _) = drain(&mut b, now);
     assert!(matches!(
         received.result,
         Err(Rejected::Verify(VerifyItemError::Signature(_)))
     ));
+    // A single item is checked singly; its bad signature counts all the
+    // same.
+    assert!(b.verifies_one_by_one());
+}
+
+/// What a response's items verify to, one by one (the reference).
+fn verdicts_one_by_one(message: &Message) -> Vec<Result<(), VerifyItemError>> {
+    let Message::Sync(message) = message else {
+        panic!("a sync message");
+    };
+    message
+        .verify_each()
+        .map(|r| r.map(|_| ()))
+        .collect::<Vec<_>>()
+}
+
+/// What the session delivered for a response: each item's verdict, in
+/// wire order.
+fn verdicts_delivered(received: Received, count: usize) -> Vec<Result<(), VerifyItemError>> {
+    let verified = received.result.expect("ok").into_sync().expect("sync");
+    let mut verdicts = vec![Ok(()); count];
+    for rejected in &verified.rejected {
+        verdicts[rejected.index] = Err(rejected.error);
+    }
+    assert_eq!(verified.items.len() + verified.rejected.len(), count);
+    verdicts
+}
+
+/// One forged signature switches the session to one-by-one verification
+/// for the rest of the session; the verdicts stay exactly
+/// `verify_strict`'s, in the message that switched it and in the next.
+#[test]
+fn a_peer_that_sent_a_bad_signature_is_verified_one_by_one_with_the_same_verdicts() {
+    let (_, mut b) = pair();
+    let signer = key(1);
+    let now = now_at(Timestamp::from_secs(1_000), 0.0);
+    assert!(!b.verifies_one_by_one());
+
+    // 100 items, the 50th forged: the steps before it batch, its own
+    // batch fails.
+    let mut commits: Vec<_> = (0..100).map(|i| commit(i, &signer)).collect();
+    commits[50] = forged(&commits[50]);
+    let first = response(commits);
+    b.handle_message(first.encode().expect("encode"), now)
+        .expect("wants it");
+    let (received, _) = drain(&mut b, now);
+    let want = verdicts_one_by_one(&first);
+    assert_eq!(want.iter().filter(|v| v.is_err()).count(), 1);
+    assert_eq!(verdicts_delivered(received, 100), want);
+    assert!(b.verifies_one_by_one());
+
+    // The next response, one by one: good items accepted, two forgeries
+    // and an item of another tree refused, each with its reason.
+    let mut commits: Vec<_> = (100..170).map(|i| commit(i, &signer)).collect();
+    commits[3] = forged(&commits[3]);
+    commits[64] = forged(&commits[64]);
+    let other = LooseCommit::new(
+        SedimentreeId::new([8; 32]),
+        CommitId::new([0xEE; 32]),
+        [],
+        commits[20].blob().meta(),
+    );
+    commits[20] = SignedItem::new(
+        Signed::seal(&signer, &other).expect("seal"),
+        commits[20].blob().clone(),
+    );
+    let second = response(commits);
+    b.handle_message(second.encode().expect("encode"), now)
+        .expect("wants it");
+    let (received, _) = drain(&mut b, now);
+    let want = verdicts_one_by_one(&second);
+    assert!(matches!(want[3], Err(VerifyItemError::Signature(_))));
+    assert!(matches!(
+        want[20],
+        Err(VerifyItemError::ScopeMismatch { .. })
+    ));
+    assert!(matches!(want[64], Err(VerifyItemError::Signature(_))));
+    assert_eq!(want.iter().filter(|v| v.is_err()).count(), 3);
+    assert_eq!(verdicts_delivered(received, 70), want);
+    assert!(b.verifies_one_by_one());
+}
+
+/// An honest peer's items stay batched: good responses, a loose commit,
+/// and items refused for their scope or blob (not their signature) never
+/// switch the session to one-by-one verification.
+#[test]
+fn honest_traffic_stays_batched() {
+    let (_, mut b) = pair();
+    let signer = key(1);
+    let now = now_at(Timestamp::from_secs(1_000), 0.0);
+    for round in 0..3u32 {
+        let commits = (0..100).map(|i| commit(round * 100 + i, &signer)).collect();
+        b.handle_message(response(commits).encode().expect("encode"), now)
+            .expect("wants it");
+        let (received, _) = drain(&mut b, now);
+        assert_eq!(verdicts_delivered(received, 100), vec![Ok(()); 100]);
+        assert!(!b.verifies_one_by_one(), "round {round}");
+    }
+    let msg = SyncMessage::loose_commit(
+        &signer,
+        tree(),
+        CommitId::new([3; 32]),
+        [],
+        Blob::from_static(b"hello"),
+    )
+    .expect("seal");
+    b.handle_message(Message::Sync(msg).encode().expect("encode"), now)
+        .expect("wants it");
+    assert!(drain(&mut b, now).0.result.is_ok());
+    assert!(!b.verifies_one_by_one());
+
+    // A wrong blob and another tree's commit: refused, but their
+    // signatures hold, so the batches hold too.
+    let mut commits: Vec<_> = (0..40).map(|i| commit(500 + i, &signer)).collect();
+    commits[7] = SignedItem::new(commits[7].signed().clone(), Blob::from(vec![0xAB; 4]));
+    let other = LooseCommit::new(
+        SedimentreeId::new([8; 32]),
+        CommitId::new([0xEE; 32]),
+        [],
+        commits[33].blob().meta(),
+    );
+    commits[33] = SignedItem::new(
+        Signed::seal(&signer, &other).expect("seal"),
+        commits[33].blob().clone(),
+    );
+    let message = response(commits);
+    b.handle_message(message.encode().expect("encode"), now)
+        .expect("wants it");
+    let (received, _) = drain(&mut b, now);
+    let want = verdicts_one_by_one(&message);
+    assert_eq!(want.iter().filter(|v| v.is_err()).count(), 2);
+    assert_eq!(verdicts_delivered(received, 40), want);
+    assert!(!b.verifies_one_by_one());
 }
 
 /// `verify_items` over any range agrees with `verify_item` one index at a

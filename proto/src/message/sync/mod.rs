@@ -374,6 +374,74 @@ impl SyncMessage {
         out
     }
 
+    /// [`SyncMessage::verify_items`] with one all-or-none batch per kind
+    /// ([`verify_batch_all_or_none`](bijou_signing::batch::verify_batch_all_or_none)):
+    /// `None` if some signature at `range` fails its batch (a bad one, or a
+    /// key or `R` the strict checks refuse), and nothing says which; verify
+    /// those items one by one ([`SyncMessage::verify_item`]) to name it. A
+    /// failed batch is never split, so it costs one batch and no more.
+    /// Otherwise each item's scope and blob, as
+    /// [`SyncMessage::verify_item`]: one result per index of `range` that
+    /// holds an item, in order. A message of one item (a LooseCommit or a
+    /// Fragment) is checked singly, `None` for a bad signature.
+    ///
+    /// ```
+    /// use bijou_frame::proto::message::*;
+    /// use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Signed};
+    ///
+    /// let key = SigningKey::from_bytes(&[1; 32]);
+    /// let tree = SedimentreeId::new([9; 32]);
+    /// let commits = (0..4u8)
+    ///     .map(|i| {
+    ///         let blob = Blob::from(vec![i; 10]);
+    ///         let commit = LooseCommit::new(tree, CommitId::new([i; 32]), [], blob.meta());
+    ///         Ok(SignedItem::new(Signed::seal(&key, &commit)?, blob))
+    ///     })
+    ///     .collect::<Result<Vec<_>, bijou_frame::signing::SealError>>()?;
+    /// let diff = SyncDiff::new(commits, vec![], vec![], vec![]);
+    /// let msg = SyncMessage::BatchSyncResponse(BatchSyncResponse {
+    ///     requestor: bijou_frame::signing::PeerId::from_bytes([2; 32]),
+    ///     nonce: 1,
+    ///     id: tree,
+    ///     result: SyncResult::Ok(diff),
+    ///     responder_heads: RemoteHeads::default(),
+    /// });
+    /// let results = msg.verify_items_all_or_none(1..3).expect("every signature holds");
+    /// assert_eq!(results.len(), 2);
+    /// assert!(results.iter().all(Result::is_ok));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn verify_items_all_or_none(
+        &self,
+        range: core::ops::Range<usize>,
+    ) -> Option<Vec<Result<VerifiedItem, VerifyItemError>>> {
+        let Self::BatchSyncResponse(BatchSyncResponse {
+            id,
+            result: SyncResult::Ok(diff),
+            ..
+        }) = self
+        else {
+            let results: Vec<_> = range.filter_map(|i| self.verify_item(i)).collect();
+            let bad_signature = results
+                .iter()
+                .any(|r| matches!(r, Err(VerifyItemError::Signature(_))));
+            return (!bad_signature).then_some(results);
+        };
+        let (commits, fragments) = (diff.commits(), diff.fragments());
+        let n = commits.len();
+        let end = range.end.min(n + fragments.len());
+        let start = range.start.min(end);
+        let commit_range = start.min(n)..end.min(n);
+        let fragment_range = start.saturating_sub(n)..end.saturating_sub(n);
+        let commits = check_chunk(commits.get(commit_range).unwrap_or(&[]), *id)?;
+        let fragments = check_chunk(fragments.get(fragment_range).unwrap_or(&[]), *id)?;
+        let mut out = Vec::with_capacity(end - start);
+        out.extend(commits.map(|r| r.map(|(v, b)| VerifiedItem::Commit(v, b))));
+        out.extend(fragments.map(|r| r.map(|(v, b)| VerifiedItem::Fragment(v, b))));
+        Some(out)
+    }
+
     /// Verifies the signed item at `index` (wire order: the commit or
     /// fragment of tags 00/01, or the diff's commits then fragments), bound
     /// to the message's tree id; `None` past the last one.
@@ -493,4 +561,22 @@ where
         .iter()
         .zip(verified)
         .map(move |(item, verified)| item.check_verified_in(verified?, scope))
+}
+
+/// [`verify_chunk`] with one all-or-none batch: `None` if it fails.
+fn check_chunk<T>(
+    items: &[SignedItem<T>],
+    scope: SedimentreeId,
+) -> Option<impl Iterator<Item = Result<(Verified<T>, VerifiedBlob), VerifyItemError>> + '_>
+where
+    T: bijou_signing::Payload + Scoped + bijou_signing::HasBlobMeta,
+{
+    let signed: Vec<_> = items.iter().map(SignedItem::signed).collect();
+    let verified = bijou_signing::batch::verify_batch_all_or_none(&signed)?;
+    Some(
+        items
+            .iter()
+            .zip(verified)
+            .map(move |(item, verified)| item.check_verified_in(verified, scope)),
+    )
 }
