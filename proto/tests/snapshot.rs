@@ -593,3 +593,43 @@ fn a_fetch_in_flight_costs_a_few_dozen_bytes() {
     let restored = Session::restore(&bytes, at(1), [9; 32]).unwrap();
     assert!(restored.is_in_flight(fetch));
 }
+
+#[test]
+fn a_peer_verified_one_by_one_stays_so_across_a_snapshot() {
+    use bijou_proto::message::{
+        BatchSyncResponse, Fragment, LooseCommit, SignedItem, SyncDiff, SyncMessage, SyncResult,
+    };
+    use bijou_signing::{PeerId, Signed};
+
+    let (mut alice, mut bob) = pair();
+    let signer = SigningKey::from_bytes(&[1; 32]);
+    let tree = SedimentreeId::new([9; 32]);
+    let blob = Blob::from_static(b"forged");
+    let commit = LooseCommit::new(tree, CommitId::new([3; 32]), [], blob.meta());
+    let mut forged = Signed::seal(&signer, &commit).unwrap().as_bytes().to_vec();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    let item = SignedItem::new(Signed::decode(Bytes::from(forged)).unwrap(), blob);
+    let response = Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
+        requestor: PeerId::from_bytes([5; 32]),
+        nonce: 1,
+        id: tree,
+        result: SyncResult::Ok(SyncDiff::new(
+            vec![item],
+            Vec::<SignedItem<Fragment>>::new(),
+            [],
+            [],
+        )),
+        responder_heads: RemoteHeads::default(),
+    }));
+    assert!(!bob.verifies_one_by_one());
+    let received = receive(&mut bob, alice.encode(&response).unwrap(), at(1)).unwrap();
+    assert!(received.result.is_ok(), "delivered with its bad item named");
+    assert!(bob.verifies_one_by_one());
+    let bytes = bob.snapshot(at(2)).unwrap();
+    let restored = Session::restore(&bytes, at(2), [9; 32]).unwrap();
+    assert!(restored.verifies_one_by_one(), "flags bit 0 kept");
+    let (_, fresh) = pair();
+    let fresh = Session::restore(&fresh.snapshot(at(2)).unwrap(), at(2), [9; 32]).unwrap();
+    assert!(!fresh.verifies_one_by_one());
+}
