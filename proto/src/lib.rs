@@ -18,6 +18,7 @@
 //!                             nonce_cache  NonceCache: the responder's replay cache
 //!                             session      Session: the connection after the handshake, with
 //!                                          VerifyBudget pacing and EphemeralSession
+//!                             longpoll_seq Outbox, Inbox: long-poll sequence numbers and acknowledgements
 //!                             time         Now, Timestamp, Clock / TimeProvider: one time source
 //!                             rng          SeededRng: every random draw, from the driver's seed
 //! ```
@@ -34,6 +35,12 @@
 //!   received messages decoded and verified in bounded steps
 //!   ([`verify_budget`] paces them), ephemeral subscriptions
 //!   ([`ephemeral`]), and the send-side rules.
+//! - [`longpoll_seq`]: the HTTP long-poll transport's sequence numbers
+//!   (`x-bijou-seq`) and acknowledgements (`x-bijou-ack`): the server's
+//!   [`Outbox`](longpoll_seq::Outbox) keeps each message until
+//!   acknowledged, the client's [`Inbox`](longpoll_seq::Inbox) drops
+//!   repeats and refuses a jump; `bijou-net`'s long-poll transport moves
+//!   the HTTP around them.
 //! - [`time`]: [`Clock`], the one time source a driver reads
 //!   and passes in as [`Now`].
 //! - [`rng`]: [`SeededRng`](rng::SeededRng), from which every random
@@ -63,6 +70,7 @@ pub mod ephemeral;
 pub mod handshake;
 pub mod keyhive;
 mod lock;
+pub mod longpoll_seq;
 pub mod message;
 pub mod nonce_cache;
 pub mod rng;
