@@ -21,6 +21,7 @@ use bijou_net::transport::longpoll::{
 use bijou_net::transport::{Transport, TransportError};
 use bijou_net::Connection;
 use bijou_proto::handshake::HandshakeError;
+use bijou_proto::longpoll_seq::SequenceError;
 use bijou_proto::message::{Audience, HandshakeMessage, Rejection, RejectionReason};
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
 use bytes::Bytes;
@@ -503,6 +504,89 @@ async fn a_reset_during_a_recv_is_polled_again_with_the_same_ack_and_nothing_com
         }
         assert_eq!(got, ["m1", "m2", "m3", "m3"]);
         assert_eq!(fake.acks(), ["0", "1", "1", "1", "1", "2", "2", "3", "3"]);
+    })
+    .await
+    .expect("bounded");
+}
+
+/// Issue 56: an `x-bijou-seq` that jumps must not become the
+/// acknowledgement, or every later message looks like a repeat and is
+/// dropped without a word.
+#[tokio::test]
+async fn a_sequence_number_that_jumps_ends_the_stream_with_a_typed_error_not_silent_drops() {
+    timeout(LIMIT, async {
+        let fake = Fake::start(|req, n| match (req.path.as_str(), n) {
+            ("/lp/handshake", _) => handshake_ok(),
+            ("/lp/recv", 0) => numbered(1, "m1"),
+            // 2..4 never came: a proxy rewrote the number, or the server
+            // lost them.
+            ("/lp/recv", 1) => numbered(5, "m5"),
+            ("/lp/recv", 2) => numbered(2, "m2"),
+            ("/lp/recv", 3) => numbered(3, "m3"),
+            ("/lp/recv", 4) => numbered(4, "m4"),
+            ("/lp/recv", 5) => numbered(5, "m5"),
+            _ => status(410, "session closed"),
+        })
+        .await;
+        let mut t = opened(&fake, fast()).await;
+        assert_eq!(next(&mut t).await.expect("m1").expect("ok"), "m1");
+        let err = next(&mut t)
+            .await
+            .expect("the jump is reported")
+            .expect_err("not delivered");
+        assert!(
+            matches!(
+                err,
+                TransportError::LongPoll(LongPollError::Sequence(SequenceError::Jump {
+                    highest: 1,
+                    got: 5
+                }))
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("messages 2..5 are missing"),
+            "{err}"
+        );
+        assert!(next(&mut t).await.is_none(), "the stream ends");
+        // Nothing was acknowledged past 1, and nothing polled after the
+        // jump.
+        assert_eq!(fake.acks(), ["0", "1"]);
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
+async fn a_sequence_number_of_0_or_not_a_number_ends_the_stream_with_its_error() {
+    timeout(LIMIT, async {
+        for (header, zero) in [("0", true), ("two", false), ("+1", false)] {
+            let fake = Fake::start(move |req, n| match (req.path.as_str(), n) {
+                ("/lp/handshake", _) => handshake_ok(),
+                ("/lp/recv", 0) => {
+                    Answer::Full(200, vec![(SEQUENCE_HEADER, header.to_owned())], "m".into())
+                }
+                _ => numbered(1, "m1"),
+            })
+            .await;
+            let mut t = opened(&fake, fast()).await;
+            let err = next(&mut t)
+                .await
+                .expect("reported")
+                .expect_err("not delivered");
+            match err {
+                TransportError::LongPoll(LongPollError::Sequence(SequenceError::Zero {
+                    highest: 0,
+                })) => assert!(zero, "{header}"),
+                TransportError::LongPoll(LongPollError::MalformedSequence { ref value }) => {
+                    assert!(!zero, "{header}");
+                    assert_eq!(value, header);
+                }
+                other => panic!("{header}: {other}"),
+            }
+            assert!(next(&mut t).await.is_none(), "{header}: the stream ends");
+            assert_eq!(fake.acks(), ["0"], "{header}: not polled again");
+        }
     })
     .await
     .expect("bounded");

@@ -17,8 +17,9 @@
 //!                             handshake    Initiator, Responder
 //!                             nonce_cache  NonceCache: the responder's replay cache
 //!                             replay_table ReplayTable: each peer's ephemeral window, across connections
-//!                             session      Session: the connection after the handshake, with
-//!                                          VerifyBudget pacing and EphemeralSession
+//!                             session      Session: one connection from its first byte to close
+//!                                          (handshake, poll loop, signing as an effect)
+//!                             longpoll_seq Outbox, Inbox: long-poll sequence numbers and acknowledgements
 //!                             time         Now, Timestamp, Clock / TimeProvider: one time source
 //!                             rng          SeededRng: every random draw, from the driver's seed
 //! ```
@@ -31,11 +32,18 @@
 //!   panic-free; encoding never truncates.
 //! - [`handshake`]: the mutual handshake's two sides, [`Initiator`] and
 //!   [`Responder`], and the replay cache ([`nonce_cache`]).
-//! - [`session`]: [`Session`], an authenticated connection's state:
-//!   received messages decoded and verified in bounded steps
+//! - [`session`]: [`Session`], one connection from its first byte to its
+//!   close, driven by one `poll` loop (the handshake, signing as an
+//!   effect): received messages decoded and verified in bounded steps
 //!   ([`verify_budget`] paces them), ephemeral subscriptions
 //!   ([`ephemeral`]; a [`replay_table`] keeps each peer's deduplication
 //!   window across its connections), and the send-side rules.
+//! - [`longpoll_seq`]: the HTTP long-poll transport's sequence numbers
+//!   (`x-bijou-seq`) and acknowledgements (`x-bijou-ack`): the server's
+//!   [`Outbox`](longpoll_seq::Outbox) keeps each message until
+//!   acknowledged, the client's [`Inbox`](longpoll_seq::Inbox) drops
+//!   repeats and refuses a jump; `bijou-net`'s long-poll transport moves
+//!   the HTTP around them.
 //! - [`time`]: [`Clock`], the one time source a driver reads
 //!   and passes in as [`Now`].
 //! - [`rng`]: [`SeededRng`](rng::SeededRng), from which every random
@@ -65,6 +73,7 @@ pub mod ephemeral;
 pub mod handshake;
 pub mod keyhive;
 mod lock;
+pub mod longpoll_seq;
 pub mod message;
 pub mod nonce_cache;
 pub mod replay_table;

@@ -192,7 +192,13 @@ pub async fn connect_with(
 ///   each `/lp/recv` carries [`ACK_HEADER`](super::ACK_HEADER), the highest
 ///   [`SEQUENCE_HEADER`](super::SEQUENCE_HEADER) received (0 at first). A
 ///   `200` numbered at or below it is a repeat and is dropped; a `200`
-///   without a number (Subduction's server) is always delivered.
+///   without a number (Subduction's server) is always delivered. A number
+///   beyond the next one (or 0) ends the stream with
+///   [`LongPollError::Sequence`] before anything out of order is
+///   delivered: messages are missing, and taking it as the acknowledgement
+///   would drop every later message as a repeat. A number that is not a
+///   decimal u64 ends it with [`LongPollError::MalformedSequence`]. The
+///   rules are bijou-proto's [`Inbox`](bijou_proto::longpoll_seq::Inbox).
 /// - A poll that fails (no connection, a reset, a body that broke off, no
 ///   answer within [`ClientConfig::request_timeout`], any status but 200,
 ///   204 or 410) is sent again on a new connection, with the same

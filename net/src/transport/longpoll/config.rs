@@ -34,7 +34,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration =
 /// an `/lp/send` body at most the session's maximum message length (`413`;
 /// `send_bodies_over_the_cap_are_413_and_memory_follows_the_bytes_received`),
 /// a request head at most 16 KiB (`431`, `headers_that_trickle_in_are_cut_off`).
-/// An idle session holds about 370 bytes (`longpoll_idle_memory.rs`; see
+/// An idle session holds about 380 bytes (`longpoll_idle_memory.rs`; see
 /// [`LongPollSession`](super::LongPollSession)).
 ///
 /// Both queues always take one message when they are empty, whatever its

@@ -1,5 +1,7 @@
 use std::time::Duration;
 
+use bijou_proto::longpoll_seq::SequenceError;
+
 /// What went wrong with a long-poll session (inside
 /// [`TransportError::LongPoll`](crate::transport::TransportError::LongPoll)).
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +59,19 @@ pub enum LongPollError {
     /// ended.
     #[error("the long-poll session is closed")]
     Closed,
+    /// An `/lp/recv` answer's `x-bijou-seq` cannot come from a server that
+    /// numbers its messages and answers the oldest one unacknowledged (a
+    /// jump past the next number, or 0): messages are missing, so the
+    /// stream ends with this rather than deliver out of order or take
+    /// later messages for repeats.
+    #[error(transparent)]
+    Sequence(#[from] SequenceError),
+    /// An `/lp/recv` answer's `x-bijou-seq` is not a decimal u64.
+    #[error("x-bijou-seq {value:?} is not a decimal u64: is this a bijou long-poll server, or a proxy rewriting its headers?")]
+    MalformedSequence {
+        /// The header's value (its first 32 bytes).
+        value: String,
+    },
     /// The HTTP exchange failed (connection refused or reset, a malformed
     /// response, a body that broke off).
     #[error("HTTP: {0}")]

@@ -35,7 +35,11 @@
 //! ([`SEQUENCE_HEADER`]) and keeps it until the client acknowledges it
 //! ([`ACK_HEADER`] on its next `/lp/recv`): a poll that acknowledges less
 //! gets the unacknowledged message again. Our client acknowledges every
-//! message and drops a repeat by its number. A client that sends no
+//! message, drops a repeat by its number, and ends its stream with
+//! [`LongPollError::Sequence`] on a number that jumps. Both sides' rules
+//! are bijou-proto's sans-IO [`longpoll_seq`](bijou_proto::longpoll_seq)
+//! machines (the server's `Outbox`, the client's `Inbox`); this module
+//! moves the HTTP around them. A client that sends no
 //! acknowledgement (Subduction's) gets Subduction's behaviour: a message
 //! counts as delivered once its response is handed to the connection.
 //! Against Subduction's server our client cannot recover a lost response;

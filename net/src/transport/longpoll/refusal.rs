@@ -7,6 +7,7 @@ use std::time::Duration;
 use hyper::StatusCode;
 
 use super::{MAX_HANDSHAKE_BODY, SESSION_ID_HEADER};
+use bijou_proto::longpoll_seq::AckBeyondDelivered;
 use bijou_signing::hex::ParseHexError;
 
 /// A request the server did not carry out.
@@ -36,14 +37,9 @@ pub(super) enum Refusal {
         "bad x-bijou-ack header: it is the highest message sequence number received, a decimal u64"
     )]
     MalformedAck,
-    /// 400.
-    #[error("x-bijou-ack {ack} acknowledges more than was sent (up to {delivered}): send the highest x-bijou-seq received")]
-    AckBeyondDelivered {
-        /// The acknowledgement.
-        ack: u64,
-        /// The highest sequence number delivered.
-        delivered: u64,
-    },
+    /// 400: the session's outbox refused the acknowledgement.
+    #[error(transparent)]
+    AckBeyondDelivered(#[from] AckBeyondDelivered),
     /// 409.
     #[error("another /lp/recv of this session is waiting: poll one at a time")]
     RecvInProgress,
@@ -130,7 +126,7 @@ impl Refusal {
             Self::MissingSessionId
             | Self::MalformedSessionId(_)
             | Self::MalformedAck
-            | Self::AckBeyondDelivered { .. }
+            | Self::AckBeyondDelivered(_)
             | Self::BodyBrokenOff { .. } => StatusCode::BAD_REQUEST,
             Self::SessionGone => StatusCode::GONE,
             Self::RecvInProgress | Self::SendInProgress => StatusCode::CONFLICT,
@@ -174,10 +170,10 @@ mod tests {
             (Refusal::SessionGone, 410, "open a new one"),
             (Refusal::MalformedAck, 400, "decimal u64"),
             (
-                Refusal::AckBeyondDelivered {
+                Refusal::AckBeyondDelivered(AckBeyondDelivered {
                     ack: 9,
                     delivered: 2,
-                },
+                }),
                 400,
                 "up to 2",
             ),

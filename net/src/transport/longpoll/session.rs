@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
+use bijou_proto::longpoll_seq::{Outbox, OutboxLimits, Recv};
 use bytes::Bytes;
 use futures::{Sink, Stream};
 use tokio::sync::{oneshot, Notify};
@@ -49,24 +50,14 @@ enum Phase {
     Closed(Closed),
 }
 
-/// A message for the client, numbered.
-#[derive(Debug)]
-struct Outgoing {
-    seq: u64,
-    bytes: Bytes,
-}
-
 #[derive(Debug)]
 struct State {
     phase: Phase,
     inbound: VecDeque<Bytes>,
     inbound_bytes: usize,
-    outbound: VecDeque<Outgoing>,
-    outbound_bytes: usize,
-    /// The sequence number of the next message queued for the client.
-    next_seq: u64,
-    /// The highest sequence number handed to an `/lp/recv`.
-    delivered: u64,
+    /// The messages for the client: numbered, bounded, kept until
+    /// acknowledged (the sequence machine, bijou-proto's).
+    outbound: Outbox<Bytes>,
     /// The transport's maximum message length, both ways.
     max_message_length: usize,
     /// An `/lp/recv` is waiting.
@@ -83,14 +74,6 @@ struct State {
 impl State {
     fn is_closed(&self) -> bool {
         matches!(self.phase, Phase::Closed(_))
-    }
-
-    /// Gives back the outbound queue's buffer once it is empty: an idle
-    /// session holds none.
-    fn release_empty_outbound(&mut self) {
-        if self.outbound.is_empty() && self.outbound.capacity() > 0 {
-            self.outbound = VecDeque::new();
-        }
     }
 }
 
@@ -171,8 +154,7 @@ impl Shared {
             }
             state.phase = Phase::Closed(why);
             if why != Closed::ByServer {
-                state.outbound = VecDeque::new();
-                state.outbound_bytes = 0;
+                state.outbound.clear();
             }
             state.stream_waker.take()
         };
@@ -250,7 +232,8 @@ impl Shared {
 
     /// The message for an `/lp/recv`: after dropping what `ack`
     /// acknowledges (and keeping the answer queued until acknowledged),
-    /// or taken off the queue without `ack`. Waits until `deadline`.
+    /// or taken off the queue without `ack` (the outbox's rules). Waits
+    /// until `deadline`.
     ///
     /// # Cancel safety
     ///
@@ -261,40 +244,17 @@ impl Shared {
         ack: Option<u64>,
         deadline: Instant,
     ) -> Result<Collected, Refusal> {
-        if let Some(ack) = ack {
-            let mut state = self.lock();
-            if ack > state.delivered {
-                return Err(Refusal::AckBeyondDelivered {
-                    ack,
-                    delivered: state.delivered,
-                });
-            }
-            while state.outbound.front().is_some_and(|m| m.seq <= ack) {
-                if let Some(gone) = state.outbound.pop_front() {
-                    state.outbound_bytes = state.outbound_bytes.saturating_sub(gone.bytes.len());
-                }
-            }
-            state.release_empty_outbound();
-        }
+        let recv = ack.map_or(Recv::Unacknowledged, Recv::Acknowledging);
         loop {
             let ready = self.to_client.notified();
             tokio::pin!(ready);
             ready.as_mut().enable();
             {
                 let mut state = self.lock();
-                let next = if ack.is_some() {
-                    state.outbound.front().map(|m| (m.seq, m.bytes.clone()))
-                } else {
-                    let taken = state.outbound.pop_front().map(|m| {
-                        state.outbound_bytes = state.outbound_bytes.saturating_sub(m.bytes.len());
-                        (m.seq, m.bytes)
-                    });
-                    state.release_empty_outbound();
-                    taken
-                };
-                if let Some((seq, bytes)) = next {
-                    state.delivered = state.delivered.max(seq);
-                    return Ok(Collected::Message(seq, bytes));
+                // The same acknowledgement each time round: only the first
+                // drops anything, or is refused.
+                if let Some(next) = state.outbound.recv(recv)? {
+                    return Ok(Collected::Message(next.seq, next.message));
                 }
                 if state.is_closed() {
                     return Err(Refusal::SessionGone);
@@ -389,7 +349,7 @@ impl Drop for SendHeld<'_> {
 ///
 /// # Memory
 ///
-/// An idle session holds about 370 bytes on the server, its
+/// An idle session holds about 380 bytes on the server, its
 /// [`Connection`](crate::Connection) included: its state (drained queues
 /// give their buffers back), its entry in the server's table, and no task
 /// or timer of its own (one sweeper per server ends idle sessions). A
@@ -416,10 +376,10 @@ impl LongPollSession {
                 phase: Phase::Handshake(Some(reply)),
                 inbound: VecDeque::from([challenge]),
                 inbound_bytes,
-                outbound: VecDeque::new(),
-                outbound_bytes: 0,
-                next_seq: 1,
-                delivered: 0,
+                outbound: Outbox::new(OutboxLimits {
+                    max_messages: config.outbound_messages,
+                    max_bytes: config.outbound_bytes,
+                }),
                 max_message_length: MAX_HANDSHAKE_BODY,
                 recv_held: false,
                 send_held: false,
@@ -457,7 +417,7 @@ impl LongPollSession {
     #[must_use]
     pub fn queued_for_client(&self) -> (usize, usize) {
         let state = self.shared.lock();
-        (state.outbound.len(), state.outbound_bytes)
+        (state.outbound.len(), state.outbound.queued_bytes())
     }
 
     fn closed_error(&self, why: Closed) -> TransportError {
@@ -571,26 +531,15 @@ impl Sink<Bytes> for LongPollSession {
             }
             return Ok(());
         }
-        let config = &this.shared.config;
-        let fits = state.outbound.is_empty()
-            || (state.outbound.len() < config.outbound_messages
-                && state.outbound_bytes.saturating_add(message.len()) <= config.outbound_bytes);
-        if !fits {
+        if let Err(full) = state.outbound.push(message) {
             let why = Closed::Backpressure {
-                queued: state.outbound.len(),
-                bytes: state.outbound_bytes,
+                queued: full.queued,
+                bytes: full.bytes,
             };
             drop(state);
             this.shared.close(why);
             return Err(this.closed_error(why));
         }
-        let seq = state.next_seq;
-        state.next_seq = seq.saturating_add(1);
-        state.outbound_bytes = state.outbound_bytes.saturating_add(message.len());
-        state.outbound.push_back(Outgoing {
-            seq,
-            bytes: message,
-        });
         drop(state);
         this.shared.to_client.notify_waiters();
         Ok(())

@@ -5,6 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use bijou_codec::Wire;
+use bijou_proto::longpoll_seq::{Accepted, Inbox};
 use bijou_proto::message::Rejection;
 use bytes::Bytes;
 use hyper::StatusCode;
@@ -306,8 +307,9 @@ enum Polled {
 }
 
 /// The poller: one `/lp/recv` at a time while the stream's queue has room,
-/// acknowledging the highest sequence number received; what ends it is in
-/// `LongPollTransport`'s docs.
+/// acknowledging the highest sequence number received (the [`Inbox`]
+/// judges each answer: new, a repeat, or a jump that ends the stream);
+/// what ends it is in `LongPollTransport`'s docs.
 pub(super) async fn run_poller(
     shared: Arc<Shared>,
     base: Arc<BaseUrl>,
@@ -315,7 +317,7 @@ pub(super) async fn run_poller(
     session: SessionId,
 ) {
     let mut conn = None;
-    let mut ack = 0u64;
+    let mut inbox = Inbox::new();
     let mut failures = 0u32;
     loop {
         // Backpressure: wait for room in the queue.
@@ -329,26 +331,29 @@ pub(super) async fn run_poller(
             }
             notified.await;
         };
-        let error = match poll(&mut conn, &base, &config, session, ack, max).await {
+        let error = match poll(&mut conn, &base, &config, session, inbox.ack(), max).await {
             Ok(Polled::Message(message, seq)) => {
                 failures = 0;
-                if let Some(seq) = seq {
-                    if seq <= ack {
+                match inbox.accept(seq) {
+                    Ok(Accepted::New) => {
+                        let mut wake = Wake::default();
+                        shared.lock().push_received(message, &mut wake);
+                        wake.wake();
                         continue;
                     }
-                    ack = seq;
+                    Ok(Accepted::Repeat) => continue,
+                    Err(jump) => Some(TransportError::LongPoll(LongPollError::Sequence(jump))),
                 }
-                let mut wake = Wake::default();
-                shared.lock().push_received(message, &mut wake);
-                wake.wake();
-                continue;
             }
             Ok(Polled::Empty) => {
                 failures = 0;
                 continue;
             }
             Ok(Polled::Gone) => None,
-            Err(e @ TransportError::TooLarge { .. }) => Some(e),
+            Err(
+                e @ (TransportError::TooLarge { .. }
+                | TransportError::LongPoll(LongPollError::MalformedSequence { .. })),
+            ) => Some(e),
             Err(e) => {
                 conn = None;
                 failures = failures.saturating_add(1);
@@ -398,11 +403,10 @@ async fn poll(
     .map_err(Failure::into_error)?;
     match response.status() {
         StatusCode::OK => {
-            let seq = response
-                .headers()
-                .get(SEQUENCE_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
+            let seq = match response.headers().get(SEQUENCE_HEADER) {
+                None => None,
+                Some(value) => Some(parse_seq(value.as_bytes())?),
+            };
             let message = http::read_body(response, max, endpoint, deadline).await?;
             Ok(Polled::Message(message, seq))
         }
@@ -412,5 +416,57 @@ async fn poll(
         }
         StatusCode::GONE => Ok(Polled::Gone),
         _ => Err(http::status_error(endpoint, response, deadline).await),
+    }
+}
+
+/// An `x-bijou-seq` value: a decimal u64 (spaces around it allowed, as
+/// HTTP allows).
+fn parse_seq(value: &[u8]) -> Result<u64, TransportError> {
+    std::str::from_utf8(value)
+        .ok()
+        .map(str::trim)
+        .filter(|text| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|text| text.parse::<u64>().ok())
+        .ok_or_else(|| {
+            let shown = &value[..value.len().min(32)];
+            TransportError::LongPoll(LongPollError::MalformedSequence {
+                value: String::from_utf8_lossy(shown).into_owned(),
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_headers_are_decimal_u64s_and_anything_else_is_malformed() {
+        assert_eq!(parse_seq(b"7").ok(), Some(7));
+        assert_eq!(parse_seq(b" 18446744073709551615 ").ok(), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"+7",
+            b"-1",
+            b"0x10",
+            b"1.0",
+            b"18446744073709551616",
+            b"\xff",
+        ] {
+            let err = parse_seq(bad).expect_err("malformed");
+            assert!(
+                matches!(
+                    err,
+                    TransportError::LongPoll(LongPollError::MalformedSequence { .. })
+                ),
+                "{bad:?}: {err}"
+            );
+        }
+        let long = [b'9'; 100];
+        let Err(TransportError::LongPoll(LongPollError::MalformedSequence { value })) =
+            parse_seq(&long)
+        else {
+            panic!("a 100-digit number is malformed");
+        };
+        assert_eq!(value.len(), 32, "shown cut to 32 bytes");
     }
 }
