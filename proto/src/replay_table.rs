@@ -255,6 +255,9 @@ impl ReplayTable {
     /// An empty table with `config`'s bounds, drawing each window's
     /// secret hash key from `seed` (draw it fresh, as a session's).
     #[must_use]
+    // Without std the lock is a RefCell (one thread: wasm32, a Worker), so
+    // the Arc is shared within that thread only; with std it is a Mutex.
+    #[cfg_attr(not(feature = "std"), allow(clippy::arc_with_non_send_sync))]
     pub fn new(config: ReplayTableConfig, seed: [u8; 32]) -> Self {
         let (peers, entries_per_peer) = config.bounds();
         let config = ReplayTableConfig {
@@ -337,6 +340,9 @@ impl ReplayTable {
 impl Table {
     /// `peer`'s window (made by `make` if absent, after evicting one if
     /// full), now the most recently attached.
+    // Without std the lock is a RefCell (one thread: wasm32, a Worker), so
+    // the Arc is shared within that thread only; with std it is a Mutex.
+    #[cfg_attr(not(feature = "std"), allow(clippy::arc_with_non_send_sync))]
     fn attach(
         &mut self,
         peer: PeerId,
