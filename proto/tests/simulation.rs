@@ -487,14 +487,18 @@ impl Stream {
     }
 }
 
-struct Side {
+/// A host's identity: which one, its key, and (as a server) its
+/// responder, whose replay cache outlives connections, as a server's does.
+struct Host {
     who: Who,
     key: SigningKey,
-    /// Answers challenges when this side is the server: its replay cache
-    /// outlives connections, as a server's does.
     responder: Responder,
+}
+
+/// One connection, as its host sees it: the session and everything the
+/// host keeps about it. A new one for each connection.
+struct Connection {
     session: Session,
-    /// This connection, as the host sees it.
     role: Role,
     timeout: Duration,
     /// The handshake's deadline, virtual nanoseconds.
@@ -517,7 +521,7 @@ struct Side {
     transport_refused: bool,
     /// The session's next handshake message is lost (`Fault::Lost`).
     lose_handshake: bool,
-    /// What this side writes.
+    /// What this host writes.
     out: Stream,
     /// The message handed to the session and not yet judged: its bytes,
     /// what it was, and (for an ephemeral message) whether the session
@@ -528,30 +532,41 @@ struct Side {
     /// Sign requests a delayed signer holds, each with the turn it
     /// answers at.
     signer: Vec<(SignRequest, u64)>,
-    /// Turns this host has had.
-    turns: u64,
     /// The last wait's deadline.
     until: Option<Timestamp>,
     /// The last turn ended in a wait that reads.
     reads: bool,
-    /// Ephemeral (issuer, nonce) pairs delivered here.
-    seen: BTreeSet<(Vec<u8>, u64)>,
-    topics: Vec<Topic>,
+    /// The last publish sent (replays are tested within a connection).
     last_publish: Option<Bytes>,
-    /// Operations started here, by connection and id: the pushed head
-    /// (None for a fetch).
-    started: BTreeMap<(u64, u64), Option<CommitId>>,
-    /// Operations that ended here, by connection and id.
-    ended: BTreeSet<(u64, u64)>,
-    /// Heads of our pushes the peer acknowledged.
-    acknowledged: BTreeSet<CommitId>,
-    /// Heads the last fetch returned.
-    fetched: Option<BTreeSet<CommitId>>,
-    /// Commits the peer pushed to us, kept to answer its fetches.
-    stored: Vec<SignedItem<LooseCommit>>,
 }
 
-impl Side {
+impl Connection {
+    /// A connection whose session is `session`, in `role`, with the
+    /// handshake deadline `timeout` after `clock`.
+    fn new(session: Session, role: Role, timeout: Duration, clock: u64, out: Stream) -> Self {
+        Self {
+            session,
+            role,
+            timeout,
+            deadline: clock + u64::try_from(timeout.as_nanos()).expect("small"),
+            established: false,
+            closed: false,
+            closed_locally: false,
+            sent_handshake: false,
+            read_handshake: false,
+            handed_fault: None,
+            transport_refused: false,
+            lose_handshake: false,
+            out,
+            inbound: None,
+            queued: VecDeque::new(),
+            signer: Vec::new(),
+            until: None,
+            reads: false,
+            last_publish: None,
+        }
+    }
+
     /// What the handshake waits for, as the host saw it.
     fn waiting_for(&self) -> &'static str {
         match (self.role, self.sent_handshake, self.read_handshake) {
@@ -573,6 +588,29 @@ impl Side {
             && self.signer.is_empty()
             && self.reads
     }
+}
+
+/// A host: its identity, its connection, and what it keeps across
+/// connections.
+struct Side {
+    host: Host,
+    conn: Connection,
+    /// Turns this host has had.
+    turns: u64,
+    /// Ephemeral (issuer, nonce) pairs delivered here.
+    seen: BTreeSet<(Vec<u8>, u64)>,
+    topics: Vec<Topic>,
+    /// Operations started here, by connection and id: the pushed head
+    /// (None for a fetch).
+    started: BTreeMap<(u64, u64), Option<CommitId>>,
+    /// Operations that ended here, by connection and id.
+    ended: BTreeSet<(u64, u64)>,
+    /// Heads of our pushes the peer acknowledged.
+    acknowledged: BTreeSet<CommitId>,
+    /// Heads the last fetch returned.
+    fetched: Option<BTreeSet<CommitId>>,
+    /// Commits the peer pushed to us, kept to answer its fetches.
+    stored: Vec<SignedItem<LooseCommit>>,
 }
 
 struct Sim {
@@ -667,54 +705,40 @@ fn array<const N: usize>(bytes: Vec<u8>) -> [u8; N] {
     bytes.try_into().expect("drawn at this length")
 }
 
-fn side(sim: &mut Sim, who: Who) -> Side {
+fn host(sim: &mut Sim, who: Who) -> Host {
     let key = SigningKey::from_bytes(&sim.bytes("key"));
     let config = HandshakeConfig::default();
     let cache = NonceCache::keyed(config.max_drift, 1_024, sim.bytes("replay cache key"));
-    Side {
+    Host {
         who,
-        key: key.clone(),
+        key,
         responder: Responder::with_nonce_cache(config, Arc::new(cache)),
-        // Never polled (the side counts as closed): `connect` makes the
-        // first connection's.
-        session: Session::client(
-            key.verifying_key(),
-            Audience::Known(key.peer_id()),
-            sim.now(),
-            SessionConfig::new([0; 32]),
-        ),
-        role: Role::Server,
-        timeout: Duration::ZERO,
-        deadline: 0,
-        established: false,
-        closed: true,
-        closed_locally: false,
-        sent_handshake: false,
-        read_handshake: false,
-        handed_fault: None,
-        transport_refused: false,
-        lose_handshake: false,
-        out: Stream::new(false),
-        inbound: None,
-        queued: VecDeque::new(),
-        signer: Vec::new(),
+    }
+}
+
+/// The two hosts, connected.
+fn sides(sim: &mut Sim) -> (Side, Side) {
+    let (a, b) = (host(sim, Who::A), host(sim, Who::B));
+    let (at_a, at_b) = connect(sim, &a, &b);
+    let side = |host, conn| Side {
+        host,
+        conn,
         turns: 0,
-        until: None,
-        reads: false,
         seen: BTreeSet::new(),
         topics: (0..4u8).map(|i| Topic::new([i; 32])).collect(),
-        last_publish: None,
         started: BTreeMap::new(),
         ended: BTreeSet::new(),
         acknowledged: BTreeSet::new(),
         fetched: None,
         stored: Vec::new(),
-    }
+    };
+    (side(a, at_a), side(b, at_b))
 }
 
-/// A new connection: fresh sessions at both ends (the client's challenge
-/// goes out once signed), fresh streams, and maybe a fault.
-fn connect(sim: &mut Sim, a: &mut Side, b: &mut Side) {
+/// A new connection between `a` and `b`: fresh sessions at both ends (the
+/// client's challenge goes out once signed), fresh streams, and maybe a
+/// fault.
+fn connect(sim: &mut Sim, a: &Host, b: &Host) -> (Connection, Connection) {
     let client = if sim.below("client", 2) == 0 {
         Who::A
     } else {
@@ -756,9 +780,7 @@ fn connect(sim: &mut Sim, a: &mut Side, b: &mut Side) {
         sim.link.jump_in = Some(sim.below("clock jump after steps", 4));
     }
     sim.record(b"connect", format!("{client} {fault:?}").as_bytes());
-    let (a_key, b_key) = (a.key.peer_id(), b.key.peer_id());
-    for side in [&mut *a, &mut *b] {
-        let peer = if side.who == Who::A { b_key } else { a_key };
+    let open = |sim: &mut Sim, host: &Host, peer: &Host| {
         let mut config = SessionConfig::new(sim.bytes("session seed"));
         let per_second = 20 + u32::try_from(sim.below("budget per second", 200)).expect("small");
         config.verify_budget = VerifyBudget::new(per_second, 1 + per_second / 4);
@@ -766,47 +788,28 @@ fn connect(sim: &mut Sim, a: &mut Side, b: &mut Side) {
         config.ephemeral.max_remote_topics = 3;
         config.handshake_timeout =
             Duration::from_millis(5_000 + sim.below("handshake timeout ms", 5_000));
-        side.timeout = config.handshake_timeout;
-        side.deadline = sim.clock + u64::try_from(side.timeout.as_nanos()).expect("small");
-        side.role = if side.who == client {
-            Role::Client
+        let timeout = config.handshake_timeout;
+        let (role, session) = if host.who == client {
+            let audience = if fault == Fault::WrongAudience {
+                Audience::Known(sim.stranger.peer_id())
+            } else {
+                Audience::Known(peer.key.peer_id())
+            };
+            let session = Session::client(host.key.verifying_key(), audience, now, config);
+            (Role::Client, session)
         } else {
-            Role::Server
+            let responder = host.responder.clone();
+            let session = Session::server(host.key.verifying_key(), responder, now, config);
+            (Role::Server, session)
         };
-        side.session = match side.role {
-            Role::Client => {
-                let audience = if fault == Fault::WrongAudience {
-                    Audience::Known(sim.stranger.peer_id())
-                } else {
-                    Audience::Known(peer)
-                };
-                Session::client(side.key.verifying_key(), audience, now, config)
-            }
-            Role::Server => Session::server(
-                side.key.verifying_key(),
-                side.responder.clone(),
-                now,
-                config,
-            ),
-        };
-        assert_eq!(side.session.max_message_len(), HANDSHAKE_MAX_MESSAGE_LENGTH);
-        side.established = false;
-        side.closed = false;
-        side.closed_locally = false;
-        side.sent_handshake = false;
-        side.read_handshake = false;
-        side.handed_fault = None;
-        side.transport_refused = false;
-        side.lose_handshake = fault == Fault::Lost { from: side.who };
-        side.out = Stream::new(sim.below("strict transport", 2) == 0);
-        side.inbound = None;
-        side.queued.clear();
-        side.signer.clear();
-        side.until = None;
-        side.reads = false;
-        // Replays are tested within a connection.
-        side.last_publish = None;
-    }
+        assert_eq!(session.max_message_len(), HANDSHAKE_MAX_MESSAGE_LENGTH);
+        let out = Stream::new(sim.below("strict transport", 2) == 0);
+        let mut conn = Connection::new(session, role, timeout, sim.clock, out);
+        conn.lose_handshake = fault == Fault::Lost { from: host.who };
+        conn
+    };
+    let mut at_a = open(sim, a, b);
+    let mut at_b = open(sim, b, a);
     if let Fault::First { from, first } = &fault {
         let bytes = match first {
             FirstMessage::Oversized { len } => Bytes::from(sim.fill("oversized message", *len)),
@@ -833,10 +836,15 @@ fn connect(sim: &mut Sim, a: &mut Side, b: &mut Side) {
             bytes.len() <= HANDSHAKE_MAX_MESSAGE_LENGTH
                 || matches!(first, FirstMessage::Oversized { .. })
         );
-        let writer = if *from == Who::A { &mut *a } else { &mut *b };
+        let writer = if *from == Who::A {
+            &mut at_a
+        } else {
+            &mut at_b
+        };
         writer.out.push(sim, bytes, Expect::Fault(first.clone()));
     }
     sim.link.fault = fault;
+    (at_a, at_b)
 }
 
 /// A faulty first message from `from`'s host: a replay only from a client
@@ -879,14 +887,14 @@ fn forge(bytes: &Bytes, at_end: usize) -> Bytes {
 /// open), expecting it to arrive as `expect`.
 fn queue(sim: &mut Sim, from: &mut Side, message: Message, expect: Expect) {
     let bytes = message.encode().expect("encode");
-    match from.session.send(message) {
+    match from.conn.session.send(message) {
         Ok(()) => {
-            assert!(from.established, "sent before Established");
+            assert!(from.conn.established, "sent before Established");
             sim.record(b"queue", &bytes);
-            from.queued.push_back((bytes, expect));
+            from.conn.queued.push_back((bytes, expect));
         }
         Err(SendRefused::NotOpen { .. }) => {
-            assert!(!from.session.is_established());
+            assert!(!from.conn.session.is_established());
             sim.count("sends refused while not open");
         }
         Err(other) => panic!("send refused: {other}"),
@@ -896,28 +904,28 @@ fn queue(sim: &mut Sim, from: &mut Side, message: Message, expect: Expect) {
 /// Writes `bytes` to the stream directly (forged, junk, a replay): only
 /// once the host saw its session established.
 fn write_raw(sim: &mut Sim, from: &mut Side, bytes: Bytes, expect: Expect) {
-    if !from.established || from.closed {
+    if !from.conn.established || from.conn.closed {
         return;
     }
     sim.record(b"raw", &bytes);
-    from.out.push(sim, bytes, expect);
+    from.conn.out.push(sim, bytes, expect);
 }
 
 /// One thing `from` sends to the other side.
 fn send(sim: &mut Sim, from: &mut Side) {
-    if from.closed {
+    if from.conn.closed {
         return;
     }
     let now = sim.now();
     match sim.below("message", 10) {
         9 => {
             // A replay of the last ephemeral message: never delivered twice.
-            if let Some(replay) = from.last_publish.clone() {
+            if let Some(replay) = from.conn.last_publish.clone() {
                 write_raw(sim, from, replay, Expect::Ephemeral);
             }
         }
         0..=2 => {
-            let item = commit(sim, &from.key);
+            let item = commit(sim, &from.host.key);
             let message = Message::Sync(SyncMessage::LooseCommit(BlobMessage {
                 id: SedimentreeId::new([7; 32]),
                 sender_heads: RemoteHeads::default(),
@@ -937,7 +945,7 @@ fn send(sim: &mut Sim, from: &mut Side) {
             let mut items = Vec::new();
             let mut forged = Vec::new();
             for i in 0..n {
-                let item = commit(sim, &from.key);
+                let item = commit(sim, &from.host.key);
                 if sim.below("forge the item", 5) == 0 {
                     let bytes = forge(&item.signed().to_bytes(), 10);
                     let signed = Signed::<LooseCommit>::decode(bytes).expect("still well formed");
@@ -948,7 +956,7 @@ fn send(sim: &mut Sim, from: &mut Side) {
                 }
             }
             let message = Message::Sync(SyncMessage::BatchSyncResponse(BatchSyncResponse {
-                requestor: from.key.peer_id(),
+                requestor: from.host.key.peer_id(),
                 nonce: sim.below("batch nonce", u64::MAX),
                 id: SedimentreeId::new([7; 32]),
                 result: SyncResult::Ok(SyncDiff::new(
@@ -982,7 +990,7 @@ fn send(sim: &mut Sim, from: &mut Side) {
             // Signed through Output::Sign, sent once signed.
             let topic = from.topics[usize::try_from(sim.below("topic", 4)).expect("small")];
             let payload = sim.bytes::<8>("payload").to_vec();
-            match from.session.publish(topic, payload, now) {
+            match from.conn.session.publish(topic, payload, now) {
                 Ok(()) => sim.count("publishes made"),
                 Err(e) => panic!("publish refused: {e}"),
             }
@@ -998,7 +1006,7 @@ fn operations_tree() -> SedimentreeId {
 /// `from` starts a push or a fetch, with a deadline from 0.1 to 2 s away:
 /// only once the host saw its session established.
 fn start_operation(sim: &mut Sim, from: &mut Side) {
-    if !from.established || from.closed {
+    if !from.conn.established || from.conn.closed {
         return;
     }
     let now = sim.now();
@@ -1010,11 +1018,15 @@ fn start_operation(sim: &mut Sim, from: &mut Side) {
     } else {
         let head = CommitId::new(sim.bytes("head"));
         let blob = Blob::from(sim.bytes::<16>("blob").to_vec());
-        let commit = SyncMessage::loose_commit(&from.key, operations_tree(), head, [], blob)
+        let commit = SyncMessage::loose_commit(&from.host.key, operations_tree(), head, [], blob)
             .expect("commit");
         (Operation::Push(commit), Some(head))
     };
-    let id = from.session.start(operation, deadline).expect("starts");
+    let id = from
+        .conn
+        .session
+        .start(operation, deadline)
+        .expect("starts");
     sim.record(b"start", &id.get().to_le_bytes());
     assert!(
         from.started
@@ -1065,20 +1077,20 @@ fn answer(sim: &mut Sim, to: &mut Side, message: &SyncMessage, items: &[Verified
 /// hands in the next whole frame its transport has, if the session
 /// reads.
 fn drive(sim: &mut Sim, me: &mut Side, peer: &mut Side, mut read: bool) {
-    if me.closed {
+    if me.conn.closed {
         return;
     }
     me.turns += 1;
-    me.reads = false;
+    me.conn.reads = false;
     answer_delayed_signatures(sim, me);
     for _ in 0..POLL_LIMIT {
         let now = sim.now();
-        match me.session.poll(now) {
+        match me.conn.session.poll(now) {
             Output::Transmit(bytes) => transmit(sim, me, bytes),
             Output::Sign(request) => sign(sim, me, request),
             Output::Event(event) => {
                 on_event(sim, me, peer, event);
-                if me.closed {
+                if me.conn.closed {
                     return;
                 }
             }
@@ -1089,7 +1101,7 @@ fn drive(sim: &mut Sim, me: &mut Side, peer: &mut Side, mut read: bool) {
                 }
             }
             Output::Wait { read: reads, until } => {
-                me.until = until;
+                me.conn.until = until;
                 match until {
                     Some(at) if at > now.monotonic => {}
                     // The verification budget's instant is rounded down
@@ -1097,81 +1109,85 @@ fn drive(sim: &mut Sim, me: &mut Side, peer: &mut Side, mut read: bool) {
                     // can still be a fraction of a token short, and the
                     // wait is until now (a host spins until its clock
                     // ticks). Counted; a deadline is always ahead.
-                    Some(at) if at == now.monotonic && me.session.has_work() => {
+                    Some(at) if at == now.monotonic && me.conn.session.has_work() => {
                         sim.count("budget waits until now (rounded down)");
                     }
                     Some(at) => panic!("a wait until {at:?} at {now:?} is not in the future"),
                     None => {}
                 }
                 if !reads {
-                    if me.inbound.is_some() && until.is_some() {
+                    if me.conn.inbound.is_some() && until.is_some() {
                         sim.count("budget waits");
                     }
                     if sim.below("busy probe", 8) == 0 {
                         let probe = Bytes::from_static(b"a message the session does not take now");
-                        let busy = me.session.handle_message(probe.clone(), now);
+                        let busy = me.conn.session.handle_message(probe.clone(), now);
                         assert_eq!(busy.map_err(|b| b.0), Err(probe), "given back whole");
                         sim.count("busy messages given back");
                     }
                     return;
                 }
-                if let Some((_, expect, _)) = me.inbound.take() {
+                if let Some((_, expect, _)) = me.conn.inbound.take() {
                     // Done with it and nothing handed out: an operation
                     // took it.
                     assert_eq!(expect, Expect::Answer, "only an answer is taken");
                     sim.count("answers taken by operations");
                 }
-                me.reads = true;
+                me.conn.reads = true;
                 if !read {
                     return;
                 }
                 // One message a turn.
                 read = false;
-                match peer.out.read(sim, me.session.max_message_len()) {
+                match peer.conn.out.read(sim, me.conn.session.max_message_len()) {
                     Read::Nothing => return,
                     Read::Frame(bytes, expect) => hand_in(sim, me, bytes, expect, now),
                     Read::End => {
                         sim.count("streams ended");
-                        me.session.handle_close();
+                        me.conn.session.handle_close();
                     }
                     Read::TooLarge => {
                         sim.count("oversized first message refused by the transport");
-                        me.transport_refused = true;
-                        me.session.handle_close();
+                        me.conn.transport_refused = true;
+                        me.conn.session.handle_close();
                     }
                 }
-                me.reads = false;
+                me.conn.reads = false;
             }
         }
     }
     panic!(
         "{}'s session gave {POLL_LIMIT} outputs in one turn without waiting",
-        me.who
+        me.host.who
     );
 }
 
 /// The next whole frame, to the session.
 fn hand_in(sim: &mut Sim, me: &mut Side, bytes: Bytes, expect: Expect, now: Now) {
     sim.record(b"read", &bytes);
-    if !me.established {
+    if !me.conn.established {
         match &expect {
-            Expect::Handshake => me.read_handshake = true,
+            Expect::Handshake => me.conn.read_handshake = true,
             Expect::Fault(_) => {
-                me.handed_fault = Some((bytes.clone(), expect.clone(), now.unix_secs))
+                me.conn.handed_fault = Some((bytes.clone(), expect.clone(), now.unix_secs))
             }
             // The server established, and its response was lost: the
             // client takes what the server sends next for the response.
-            _ if me.role == Role::Client
+            _ if me.conn.role == Role::Client
                 && sim.link.fault
                     == (Fault::Lost {
-                        from: peer_of(me.who),
+                        from: peer_of(me.host.who),
                     }) =>
             {
-                me.handed_fault = Some((bytes.clone(), expect.clone(), now.unix_secs));
+                me.conn.handed_fault = Some((bytes.clone(), expect.clone(), now.unix_secs));
             }
-            other => panic!("{} read a {other:?} before its handshake completed", me.who),
+            other => panic!(
+                "{} read a {other:?} before its handshake completed",
+                me.host.who
+            ),
         }
-        me.session
+        me.conn
+            .session
             .handle_message(bytes, now)
             .expect("the session said it reads");
         return;
@@ -1179,55 +1195,57 @@ fn hand_in(sim: &mut Sim, me: &mut Side, bytes: Bytes, expect: Expect, now: Now)
     assert!(
         !matches!(expect, Expect::Handshake | Expect::Fault(_)),
         "{} read a handshake message ({expect:?}) after Established",
-        me.who
+        me.host.who
     );
     // An ephemeral message is judged by the subscriptions on arrival.
     let subscribed = match Message::decode(bytes.clone()) {
         Ok(Message::Ephemeral(EphemeralMessage::Ephemeral(signed))) => me
+            .conn
             .session
             .ephemeral()
             .is_some_and(|e| e.is_subscribed(&signed.header().topic)),
         _ => false,
     };
-    me.session
+    me.conn
+        .session
         .handle_message(bytes.clone(), now)
         .expect("the session said it reads");
-    me.inbound = Some((bytes, expect, subscribed));
+    me.conn.inbound = Some((bytes, expect, subscribed));
 }
 
 /// A message the session transmits, onto the stream: one the host handed
 /// to `send` (in order), or one of the session's own.
 fn transmit(sim: &mut Sim, me: &mut Side, bytes: Bytes) {
-    let expect = if me.queued.front().is_some_and(|(q, _)| *q == bytes) {
-        me.queued.pop_front().expect("just seen").1
+    let expect = if me.conn.queued.front().is_some_and(|(q, _)| *q == bytes) {
+        me.conn.queued.pop_front().expect("just seen").1
     } else {
         own_message(sim, me, &bytes)
     };
     if expect == Expect::Handshake {
         assert!(
-            !me.established,
+            !me.conn.established,
             "{}: a handshake message after Established",
-            me.who
+            me.host.who
         );
-        me.sent_handshake = true;
-        if me.role == Role::Client && sim.link.client_challenge.is_none() {
+        me.conn.sent_handshake = true;
+        if me.conn.role == Role::Client && sim.link.client_challenge.is_none() {
             sim.link.client_challenge = Some(bytes.clone());
         }
-        if me.lose_handshake {
-            me.lose_handshake = false;
+        if me.conn.lose_handshake {
+            me.conn.lose_handshake = false;
             sim.count("handshake messages lost");
             sim.record(b"lost", &bytes);
             return;
         }
     } else {
         assert!(
-            me.established,
+            me.conn.established,
             "{} transmitted a {expect:?} before its handshake completed",
-            me.who
+            me.host.who
         );
     }
     sim.record(b"transmit", &bytes);
-    me.out.push(sim, bytes, expect);
+    me.conn.out.push(sim, bytes, expect);
 }
 
 /// What a message the session sent on its own is: a handshake message,
@@ -1240,15 +1258,15 @@ fn own_message(sim: &mut Sim, me: &mut Side, bytes: &Bytes) -> Expect {
         Ok(Message::Sync(SyncMessage::BatchSyncRequest(_))) => Expect::Request,
         Ok(Message::Ephemeral(EphemeralMessage::SubscribeRejected(_))) => Expect::Ephemeral,
         Ok(Message::Ephemeral(EphemeralMessage::Ephemeral(signed))) => {
-            assert_eq!(signed.issuer(), me.key.peer_id(), "a publish of ours");
-            me.last_publish = Some(bytes.clone());
+            assert_eq!(signed.issuer(), me.host.key.peer_id(), "a publish of ours");
+            me.conn.last_publish = Some(bytes.clone());
             sim.count("publishes sent");
             Expect::Ephemeral
         }
         other => panic!(
             "{}'s session sent {other:?}, which nobody asked for (queued next: {:?})",
-            me.who,
-            me.queued.front().map(|(_, e)| e)
+            me.host.who,
+            me.conn.queued.front().map(|(_, e)| e)
         ),
     }
 }
@@ -1258,12 +1276,12 @@ fn own_message(sim: &mut Sim, me: &mut Side, bytes: &Bytes) -> Expect {
 fn sign(sim: &mut Sim, me: &mut Side, request: SignRequest) {
     sim.record(b"sign", request.message());
     if sim.below("wrong signer first", 16) == 0 {
-        let refused = me.session.sign_with(&request, &sim.stranger);
+        let refused = me.conn.session.sign_with(&request, &sim.stranger);
         match refused {
             Err(SignatureRefused::DoesNotVerify { id, len, key }) => {
                 assert_eq!(
                     (id, len, key),
-                    (request.id(), request.message().len(), me.key.peer_id())
+                    (request.id(), request.message().len(), me.host.key.peer_id())
                 );
             }
             other => panic!("a signature by another key: {other:?}"),
@@ -1272,14 +1290,15 @@ fn sign(sim: &mut Sim, me: &mut Side, request: SignRequest) {
     }
     match sim.below("signer delay", 4) {
         0 | 1 => me
+            .conn
             .session
-            .sign_with(&request, &me.key)
+            .sign_with(&request, &me.host.key)
             .expect("our key signs our request"),
         delay => {
             // The next turn, or the third from now.
             let turns = if delay == 2 { 1 } else { 3 };
             sim.count("signatures delayed");
-            me.signer.push((request, me.turns + turns));
+            me.conn.signer.push((request, me.turns + turns));
         }
     }
 }
@@ -1288,16 +1307,18 @@ fn sign(sim: &mut Sim, me: &mut Side, request: SignRequest) {
 fn answer_delayed_signatures(sim: &mut Sim, me: &mut Side) {
     let turns = me.turns;
     let due: Vec<SignRequest> = me
+        .conn
         .signer
         .iter()
         .filter(|(_, at)| *at <= turns)
         .map(|(r, _)| r.clone())
         .collect();
-    me.signer.retain(|(_, at)| *at > turns);
+    me.conn.signer.retain(|(_, at)| *at > turns);
     for request in due {
         sim.record(b"signed", &request.id().get().to_le_bytes());
-        me.session
-            .sign_with(&request, &me.key)
+        me.conn
+            .session
+            .sign_with(&request, &me.host.key)
             .expect("our key signs our open request");
     }
 }
@@ -1306,44 +1327,51 @@ fn on_event(sim: &mut Sim, me: &mut Side, peer: &mut Side, event: Event) {
     match event {
         Event::Established(authenticated) => {
             assert!(
-                !me.established && !me.closed,
+                !me.conn.established && !me.conn.closed,
                 "{} established twice",
-                me.who
+                me.host.who
             );
             assert_eq!(
                 authenticated.peer(),
-                peer.key.peer_id(),
+                peer.host.key.peer_id(),
                 "the peer it connected to"
             );
-            assert_eq!(me.session.remote_peer(), Some(peer.key.peer_id()));
-            assert_eq!(me.session.max_message_len(), DEFAULT_MAX_MESSAGE_LENGTH);
+            assert_eq!(me.conn.session.remote_peer(), Some(peer.host.key.peer_id()));
+            assert_eq!(
+                me.conn.session.max_message_len(),
+                DEFAULT_MAX_MESSAGE_LENGTH
+            );
             assert!(
-                me.handed_fault.is_none(),
+                me.conn.handed_fault.is_none(),
                 "established on a faulty first message"
             );
-            assert!(sim.clock < me.deadline, "established after its deadline");
+            assert!(
+                sim.clock < me.conn.deadline,
+                "established after its deadline"
+            );
             let never = match &sim.link.fault {
                 Fault::WrongAudience
                 | Fault::First {
                     first: FirstMessage::Replay { .. },
                     ..
                 } => true,
-                Fault::Lost { from } => *from == sim.link.client || me.role == Role::Client,
+                Fault::Lost { from } => *from == sim.link.client || me.conn.role == Role::Client,
                 _ => false,
             };
             assert!(
                 !never,
                 "{} established through {:?}",
-                me.who, sim.link.fault
+                me.host.who, sim.link.fault
             );
-            me.established = true;
-            sim.record(b"established", me.key.peer_id().as_bytes());
-            if me.role == Role::Server {
+            me.conn.established = true;
+            sim.record(b"established", me.host.key.peer_id().as_bytes());
+            if me.conn.role == Role::Server {
                 if let Some(challenge) = sim.link.client_challenge.clone() {
-                    sim.accepted_challenge = Some((peer.who, challenge, sim.link.client_stamp));
+                    sim.accepted_challenge =
+                        Some((peer.host.who, challenge, sim.link.client_stamp));
                 }
             }
-            if peer.established {
+            if peer.conn.established {
                 sim.count("handshakes completed");
             }
         }
@@ -1355,7 +1383,7 @@ fn on_event(sim: &mut Sim, me: &mut Side, peer: &mut Side, event: Event) {
 
 /// A received message, against what was sent.
 fn judge(sim: &mut Sim, to: &mut Side, received: Received) {
-    let (bytes, expect, subscribed) = to.inbound.take().expect("an event for a message sent");
+    let (bytes, expect, subscribed) = to.conn.inbound.take().expect("an event for a message sent");
     assert_eq!(received.bytes, bytes, "received in order, exact bytes");
     sim.record(
         b"event",
@@ -1423,7 +1451,7 @@ fn completed(sim: &mut Sim, side: &mut Side, done: Completed) {
         Ok(other) => panic!("no such operation was started: {other:?}"),
         Err(OperationError::TimedOut { .. }) => sim.count("operations timed out"),
         Err(OperationError::Closed { .. }) => {
-            assert!(side.session.is_closed(), "ended by a close while open");
+            assert!(side.conn.session.is_closed(), "ended by a close while open");
             sim.count("operations ended by their connection's close");
         }
         Err(other) => panic!("a push or fetch ended with {other}"),
@@ -1433,11 +1461,11 @@ fn completed(sim: &mut Sim, side: &mut Side, done: Completed) {
 /// `me`'s session closed: the close is the one its connection's fault (or
 /// disturbance) allows; the host ends its side of the connection.
 fn closed(sim: &mut Sim, me: &mut Side, peer: &mut Side, close: Close) {
-    assert!(!me.closed, "{} closed twice", me.who);
+    assert!(!me.conn.closed, "{} closed twice", me.host.who);
     sim.record(b"closed", close.to_string().as_bytes());
-    check_close(sim, me, peer.key.peer_id(), &close);
-    me.closed = true;
-    if let Some((_, expect, _)) = me.inbound.take() {
+    check_close(sim, me, peer.host.key.peer_id(), &close);
+    me.conn.closed = true;
+    if let Some((_, expect, _)) = me.conn.inbound.take() {
         if matches!(close, Close::Local) {
             // Nothing more for the application after our own close.
             sim.count("messages dropped by a local close");
@@ -1453,22 +1481,22 @@ fn closed(sim: &mut Sim, me: &mut Side, peer: &mut Side, close: Close) {
         started.eq(ended),
         "every operation of a closed connection ended exactly once"
     );
-    assert_eq!(me.session.operations_in_flight(), 0);
+    assert_eq!(me.conn.session.operations_in_flight(), 0);
     // A signature for a closed session is refused.
-    for (request, _) in std::mem::take(&mut me.signer) {
-        let refused = me.session.sign_with(&request, &me.key);
+    for (request, _) in std::mem::take(&mut me.conn.signer) {
+        let refused = me.conn.session.sign_with(&request, &me.host.key);
         assert_eq!(refused, Err(SignatureRefused::Unknown { id: request.id() }));
         sim.count("sign requests refused after the close");
     }
-    for _ in me.queued.drain(..) {
+    for _ in me.conn.queued.drain(..) {
         sim.count("sends lost with their connection");
     }
     // The host ends the connection: its last bytes still arrive, it reads
     // nothing more.
-    me.out.ended = true;
-    peer.out.abandon(sim);
+    me.conn.out.ended = true;
+    peer.conn.out.abandon(sim);
     let now = sim.now();
-    match me.session.poll(now) {
+    match me.conn.session.poll(now) {
         Output::Wait {
             read: false,
             until: None,
@@ -1478,24 +1506,24 @@ fn closed(sim: &mut Sim, me: &mut Side, peer: &mut Side, close: Close) {
 }
 
 fn check_close(sim: &mut Sim, me: &Side, peer: PeerId, close: &Close) {
-    let who = me.who;
+    let who = me.host.who;
     let link_fault = sim.link.fault.clone();
-    if me.established {
+    if me.conn.established {
         match close {
             Close::PeerClosed => sim.count("closed by the peer after the handshake"),
-            Close::Local if me.closed_locally => sim.count("closed locally"),
+            Close::Local if me.conn.closed_locally => sim.count("closed locally"),
             other => panic!("{who} was established, then closed with: {other}"),
         }
         return;
     }
-    if let Some((bytes, expect, now_secs)) = &me.handed_fault {
+    if let Some((bytes, expect, now_secs)) = &me.conn.handed_fault {
         check_first_message_close(sim, me, peer, bytes, expect, *now_secs, close);
         return;
     }
     match close {
-        Close::PeerClosed if me.transport_refused => {}
+        Close::PeerClosed if me.conn.transport_refused => {}
         Close::Handshake(HandshakeError::Rejected { reason, .. }) => {
-            assert_eq!(me.role, Role::Client);
+            assert_eq!(me.conn.role, Role::Client);
             assert_eq!(Some(*reason), sim.link.rejected, "rejected for the server's reason");
             sim.count("rejections read");
         }
@@ -1506,15 +1534,15 @@ fn check_close(sim: &mut Sim, me: &Side, peer: PeerId, close: &Close) {
             assert_eq!(link_fault, Fault::WrongAudience);
             assert_eq!(
                 (*audience, *server),
-                (Audience::Known(sim.stranger.peer_id()), me.key.peer_id())
+                (Audience::Known(sim.stranger.peer_id()), me.host.key.peer_id())
             );
             sim.link.rejected = Some(RejectionReason::InvalidAudience);
             sim.count("wrong audience refused");
         }
         Close::HandshakeTimedOut { after, waiting_for } => {
-            assert_eq!(*after, me.timeout, "the configured timeout");
-            assert!(sim.clock >= me.deadline, "timed out before its deadline");
-            assert_eq!(*waiting_for, me.waiting_for(), "waiting for what the host saw");
+            assert_eq!(*after, me.conn.timeout, "the configured timeout");
+            assert!(sim.clock >= me.conn.deadline, "timed out before its deadline");
+            assert_eq!(*waiting_for, me.conn.waiting_for(), "waiting for what the host saw");
             assert!(
                 link_fault != Fault::None || sim.link.disturbed,
                 "{who}'s honest handshake timed out"
@@ -1532,7 +1560,7 @@ fn check_close(sim: &mut Sim, me: &Side, peer: PeerId, close: &Close) {
             );
             sim.count("handshakes closed by the peer");
         }
-        Close::Local if me.closed_locally => sim.count("handshakes closed locally"),
+        Close::Local if me.conn.closed_locally => sim.count("handshakes closed locally"),
         other => panic!(
             "{who} closed its handshake with {other}, which nothing in this connection ({link_fault:?}) causes"
         ),
@@ -1553,7 +1581,7 @@ fn check_first_message_close(
     now_secs: u64,
     close: &Close,
 ) {
-    let who = me.who;
+    let who = me.host.who;
     if let Expect::Fault(FirstMessage::Replay { stamp }) = expect {
         let Close::Handshake(HandshakeError::Refused(refused)) = close else {
             panic!("{who} handed a replayed challenge closed with: {close}");
@@ -1572,7 +1600,7 @@ fn check_first_message_close(
         sim.link.rejected = Some(refused.reason());
         return;
     }
-    let step = match me.role {
+    let step = match me.conn.role {
         Role::Server => "challenge",
         Role::Client => "response",
     };
@@ -1612,12 +1640,12 @@ fn check_first_message_close(
 fn reconnect(sim: &mut Sim, a: &mut Side, b: &mut Side) {
     if !sim.link.disturbed && sim.link.fault == Fault::None {
         assert!(
-            a.established && b.established,
+            a.conn.established && b.conn.established,
             "an undisturbed connection without a fault established both sides"
         );
     }
     sim.count("connections");
-    connect(sim, a, b);
+    (a.conn, b.conn) = connect(sim, &a.host, &b.host);
 }
 
 /// The side's host is evicted and comes back: its session from a
@@ -1625,11 +1653,11 @@ fn reconnect(sim: &mut Sim, a: &mut Side, b: &mut Side) {
 /// messages: otherwise the snapshot is refused, typed, and nothing
 /// happens.
 fn evict(sim: &mut Sim, side: &mut Side) {
-    if side.closed {
+    if side.conn.closed {
         return;
     }
     let now = sim.now();
-    let bytes = match side.session.snapshot(now) {
+    let bytes = match side.conn.session.snapshot(now) {
         Ok(bytes) => bytes,
         Err(SnapshotError::Busy { what }) => {
             sim.record(b"snapshot refused", what.as_bytes());
@@ -1638,9 +1666,9 @@ fn evict(sim: &mut Sim, side: &mut Side) {
         }
         Err(other) => panic!("a snapshot refused with {other}"),
     };
-    assert!(side.established, "no snapshot during the handshake");
+    assert!(side.conn.established, "no snapshot during the handshake");
     assert!(
-        side.signer.is_empty(),
+        side.conn.signer.is_empty(),
         "no snapshot while a signature is open"
     );
     sim.record(b"snapshot", &bytes);
@@ -1658,7 +1686,7 @@ fn evict(sim: &mut Sim, side: &mut Side) {
         again, bytes,
         "a restored session snapshots to the same bytes"
     );
-    side.session = Session::restore(&again, now, sim.bytes("restore seed")).expect("restores");
+    side.conn.session = Session::restore(&again, now, sim.bytes("restore seed")).expect("restores");
     sim.count("restores");
 }
 
@@ -1666,10 +1694,10 @@ fn evict(sim: &mut Sim, side: &mut Side) {
 /// byte of what is in flight. What came before the cut still arrives.
 fn cut(sim: &mut Sim, a: &mut Side, b: &mut Side) {
     for side in [&mut *a, &mut *b] {
-        let in_flight = side.out.in_flight.len() as u64;
+        let in_flight = side.conn.out.in_flight.len() as u64;
         let keep = usize::try_from(sim.below("cut at", in_flight + 1)).expect("small");
         sim.record(b"cut", &(keep as u64).to_le_bytes());
-        side.out.cut_at(keep);
+        side.conn.out.cut_at(keep);
     }
     sim.link.disturbed = true;
     sim.count("cuts");
@@ -1679,11 +1707,11 @@ fn cut(sim: &mut Sim, a: &mut Side, b: &mut Side) {
 /// faulty or disturbed) up to the next deadline either session waits for,
 /// or up to 2 s. A handshake that cannot complete is waited out sooner.
 fn pass_time(sim: &mut Sim, a: &Side, b: &Side) {
-    let open = a.established && b.established;
+    let open = a.conn.established && b.conn.established;
     let far = open || sim.link.fault != Fault::None || sim.link.disturbed;
     let sleep_one_in = if open { 8 } else { 2 };
     if far && sim.below("sleep until the next deadline", sleep_one_in) == 0 {
-        let next = [a.until, b.until]
+        let next = [a.conn.until, b.conn.until]
             .into_iter()
             .flatten()
             .map(Timestamp::as_nanos)
@@ -1701,9 +1729,7 @@ fn pass_time(sim: &mut Sim, a: &Side, b: &Side) {
 /// One seed's run, from the first connection to the final checks;
 /// returns its transcript's digest.
 fn simulate(sim: &mut Sim) -> [u8; 32] {
-    let mut a = side(sim, Who::A);
-    let mut b = side(sim, Who::B);
-    connect(sim, &mut a, &mut b);
+    let (mut a, mut b) = sides(sim);
     let steps = 200 + sim.below("steps", 200);
     for step in 0..steps {
         sim.step = step;
@@ -1729,9 +1755,9 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
                     } else {
                         &mut b
                     };
-                    if !side.closed {
-                        side.session.close();
-                        side.closed_locally = true;
+                    if !side.conn.closed {
+                        side.conn.session.close();
+                        side.conn.closed_locally = true;
                         sim.link.disturbed = true;
                         sim.count("local closes");
                     }
@@ -1742,7 +1768,7 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
         }
         if let Some(steps) = sim.link.jump_in {
             if steps == 0 {
-                let longest = a.timeout.max(b.timeout);
+                let longest = a.conn.timeout.max(b.conn.timeout);
                 let past = u64::try_from(longest.as_nanos()).expect("small");
                 sim.clock += past + 1 + sim.below("jump past by ns", 1_000 * MS);
                 sim.link.jump_in = None;
@@ -1752,9 +1778,9 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
             }
         }
         sim.count(
-            if a.established && b.established && !a.closed && !b.closed {
+            if a.conn.established && b.conn.established && !a.conn.closed && !b.conn.closed {
                 "steps open"
-            } else if a.closed || b.closed {
+            } else if a.conn.closed || b.conn.closed {
                 "steps closing"
             } else if sim.link.fault != Fault::None {
                 "steps faulty handshake"
@@ -1766,11 +1792,11 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
         );
         // The sessions' own outputs go out; a host whose connection opens
         // or whose peer is gone also reads.
-        let read = !a.established || b.out.ended;
+        let read = !a.conn.established || b.conn.out.ended;
         drive(sim, &mut a, &mut b, read);
-        let read = !b.established || a.out.ended;
+        let read = !b.conn.established || a.conn.out.ended;
         drive(sim, &mut b, &mut a, read);
-        if a.closed && b.closed {
+        if a.conn.closed && b.conn.closed {
             reconnect(sim, &mut a, &mut b);
         }
     }
@@ -1779,18 +1805,21 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
     // is received and judged, exactly once.
     sim.calm = true;
     for _ in 0..DRAIN_LIMIT {
-        if a.settled() && b.settled() {
+        if a.conn.settled() && b.conn.settled() {
             break;
         }
         sim.step += 1;
         drive(sim, &mut a, &mut b, true);
         drive(sim, &mut b, &mut a, true);
-        if a.closed && b.closed {
+        if a.conn.closed && b.conn.closed {
             reconnect(sim, &mut a, &mut b);
         }
         sim.clock += 10 * MS;
     }
-    assert!(a.settled() && b.settled(), "everything was read and judged");
+    assert!(
+        a.conn.settled() && b.conn.settled(),
+        "everything was read and judged"
+    );
 
     // A last fetch each way, then every deadline passes: every operation
     // has ended exactly once, and every acknowledged push came back.
@@ -1802,7 +1831,7 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
     for side in [&a, &b] {
         let started: BTreeSet<(u64, u64)> = side.started.keys().copied().collect();
         assert_eq!(started, side.ended, "every operation ended exactly once");
-        assert_eq!(side.session.operations_in_flight(), 0);
+        assert_eq!(side.conn.session.operations_in_flight(), 0);
     }
     *sim.transcript.finalize().as_bytes()
 }
@@ -1815,6 +1844,7 @@ fn final_fetch(sim: &mut Sim, from: &mut Side, to: &mut Side) {
         .monotonic
         .saturating_add(Duration::from_secs(3_600));
     let id = from
+        .conn
         .session
         .start(Operation::Fetch(operations_tree()), deadline)
         .expect("starts");
@@ -1829,7 +1859,10 @@ fn final_fetch(sim: &mut Sim, from: &mut Side, to: &mut Side) {
         drive(sim, to, from, true);
         sim.clock += 10 * MS;
     }
-    assert!(!from.closed && !to.closed, "no connection ends when calm");
+    assert!(
+        !from.conn.closed && !to.conn.closed,
+        "no connection ends when calm"
+    );
     let fetched = from.fetched.clone().expect("the last fetch was answered");
     let lost: Vec<_> = from.acknowledged.difference(&fetched).collect();
     assert!(
