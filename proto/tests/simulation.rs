@@ -31,6 +31,9 @@
 //!
 //! and its own calls: `send`, `publish`, `start`, `close`, `snapshot` and
 //! `restore`, and bytes written raw to the stream (forged, junk, replays).
+//! A host starts operations and writes raw bytes only once it saw
+//! `Established`; it reads on its turns, and on every step while its
+//! connection opens or after its peer's end of the stream ended.
 //!
 //! # Faults
 //!
@@ -98,6 +101,10 @@
 //!   session closes is refused as `Unknown`;
 //! - a session that takes no message now gives the bytes back (`Busy`);
 //!   after `Closed` it only waits, reading nothing, with no deadline;
+//!   every wait's deadline is ahead of `now`, except a verification
+//!   budget's polled exactly at its instant, which is rounded down to the
+//!   nanosecond and can then be `now` itself (counted as "budget waits
+//!   until now");
 //! - a seed replays exactly: run twice, it gives the same journal, the
 //!   same transcript of bytes and events, and the same counts.
 //!
@@ -850,17 +857,23 @@ fn connect(sim: &mut Sim, a: &Host, b: &Host) -> (Connection, Connection) {
 /// A faulty first message from `from`'s host: a replay only from a client
 /// whose challenge the other side accepted before.
 fn first_message(sim: &mut Sim, from: Who) -> FirstMessage {
-    match sim.below("first message", 4) {
+    // A client whose challenge this server accepted before replays it one
+    // time in two.
+    if let Some((client, _, stamp)) = &sim.accepted_challenge {
+        if *client == from && sim.link.client == from {
+            let stamp = *stamp;
+            if sim.below("replay the accepted challenge", 2) == 0 {
+                return FirstMessage::Replay { stamp };
+            }
+        }
+    }
+    match sim.below("first message", 3) {
         0 => FirstMessage::Oversized {
             len: HANDSHAKE_MAX_MESSAGE_LENGTH
                 + 1
                 + usize::try_from(sim.below("oversized by", 768)).expect("small"),
         },
         1 => FirstMessage::Unexpected,
-        3 if sim.link.client == from => match &sim.accepted_challenge {
-            Some((client, _, stamp)) if *client == from => FirstMessage::Replay { stamp: *stamp },
-            _ => FirstMessage::Junk,
-        },
         _ => FirstMessage::Junk,
     }
 }
