@@ -545,6 +545,9 @@ struct Connection {
     reads: bool,
     /// The last publish sent (replays are tested within a connection).
     last_publish: Option<Bytes>,
+    /// Publishes made and not yet sent, oldest first: their topic,
+    /// payload and stamp.
+    publishing: VecDeque<(Topic, Vec<u8>, u64)>,
 }
 
 impl Connection {
@@ -571,6 +574,7 @@ impl Connection {
             until: None,
             reads: false,
             last_publish: None,
+            publishing: VecDeque::new(),
         }
     }
 
@@ -593,6 +597,7 @@ impl Connection {
             && self.inbound.is_none()
             && self.queued.is_empty()
             && self.signer.is_empty()
+            && self.publishing.is_empty()
             && self.reads
     }
 }
@@ -821,7 +826,11 @@ fn connect(sim: &mut Sim, a: &Host, b: &Host) -> (Connection, Connection) {
         let bytes = match first {
             FirstMessage::Oversized { len } => Bytes::from(sim.fill("oversized message", *len)),
             FirstMessage::Junk => {
-                let len = usize::try_from(sim.below("junk length", 200)).expect("small");
+                // Exactly at the limit one time in eight.
+                let len = match sim.below("junk at the limit", 8) {
+                    0 => HANDSHAKE_MAX_MESSAGE_LENGTH - 4,
+                    _ => usize::try_from(sim.below("junk length", 200)).expect("small"),
+                };
                 let mut junk = b"JUNK".to_vec();
                 junk.extend(sim.fill("junk", len));
                 Bytes::from(junk)
@@ -868,10 +877,14 @@ fn first_message(sim: &mut Sim, from: Who) -> FirstMessage {
         }
     }
     match sim.below("first message", 3) {
+        // One byte over the limit one time in eight.
         0 => FirstMessage::Oversized {
             len: HANDSHAKE_MAX_MESSAGE_LENGTH
                 + 1
-                + usize::try_from(sim.below("oversized by", 768)).expect("small"),
+                + match sim.below("oversized by one byte", 8) {
+                    0 => 0,
+                    _ => usize::try_from(sim.below("oversized by", 768)).expect("small"),
+                },
         },
         1 => FirstMessage::Unexpected,
         _ => FirstMessage::Junk,
@@ -1003,8 +1016,13 @@ fn send(sim: &mut Sim, from: &mut Side) {
             // Signed through Output::Sign, sent once signed.
             let topic = from.topics[usize::try_from(sim.below("topic", 4)).expect("small")];
             let payload = sim.bytes::<8>("payload").to_vec();
-            match from.conn.session.publish(topic, payload, now) {
-                Ok(()) => sim.count("publishes made"),
+            match from.conn.session.publish(topic, payload.clone(), now) {
+                Ok(()) => {
+                    from.conn
+                        .publishing
+                        .push_back((topic, payload, now.unix_secs));
+                    sim.count("publishes made");
+                }
                 Err(e) => panic!("publish refused: {e}"),
             }
         }
@@ -1271,7 +1289,24 @@ fn own_message(sim: &mut Sim, me: &mut Side, bytes: &Bytes) -> Expect {
         Ok(Message::Sync(SyncMessage::BatchSyncRequest(_))) => Expect::Request,
         Ok(Message::Ephemeral(EphemeralMessage::SubscribeRejected(_))) => Expect::Ephemeral,
         Ok(Message::Ephemeral(EphemeralMessage::Ephemeral(signed))) => {
-            assert_eq!(signed.issuer(), me.host.key.peer_id(), "a publish of ours");
+            // Our oldest publish not yet sent, as made, signed by us.
+            let verified = signed.verify_strict().expect("signed by its issuer");
+            assert_eq!(
+                verified.peer_id(),
+                me.host.key.peer_id(),
+                "a publish of ours"
+            );
+            let (topic, payload, stamp) = me
+                .conn
+                .publishing
+                .pop_front()
+                .expect("a publish that was made");
+            let sent = verified.payload();
+            assert_eq!(
+                (sent.topic(), &sent.payload()[..], sent.timestamp()),
+                (topic, &payload[..], stamp),
+                "publishes go out in the order they were made, as made"
+            );
             me.conn.last_publish = Some(bytes.clone());
             sim.count("publishes sent");
             Expect::Ephemeral
@@ -1503,6 +1538,9 @@ fn closed(sim: &mut Sim, me: &mut Side, peer: &mut Side, close: Close) {
     }
     for _ in me.conn.queued.drain(..) {
         sim.count("sends lost with their connection");
+    }
+    for _ in me.conn.publishing.drain(..) {
+        sim.count("publishes dropped with their connection");
     }
     // The host ends the connection: its last bytes still arrive, it reads
     // nothing more.
@@ -1952,6 +1990,7 @@ const EXERCISED: &[&str] = &[
     "operations timed out",
     "operations ended by their connection's close",
     "publishes sent",
+    "publishes dropped with their connection",
     "restores",
     "snapshots refused",
     "cuts",
