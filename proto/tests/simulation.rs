@@ -588,11 +588,13 @@ impl Connection {
         }
     }
 
-    /// Everything sent was read and judged, nothing waits anywhere, and
-    /// the session reads.
+    /// The connection is open and stays so (this host's stream is not
+    /// ended), everything sent was read and judged, nothing waits
+    /// anywhere, and the session reads.
     fn settled(&self) -> bool {
         self.established
             && !self.closed
+            && !self.out.ended
             && self.out.is_empty()
             && self.inbound.is_none()
             && self.queued.is_empty()
@@ -1902,7 +1904,7 @@ fn final_fetch(sim: &mut Sim, from: &mut Side, to: &mut Side) {
     from.started.insert((sim.link.number, id.get()), None);
     from.fetched = None;
     for _ in 0..DRAIN_LIMIT {
-        if from.fetched.is_some() {
+        if from.fetched.is_some() || from.conn.closed || to.conn.closed {
             break;
         }
         sim.step += 1;
