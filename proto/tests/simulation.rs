@@ -1786,63 +1786,9 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
     let steps = 200 + sim.below("steps", 200);
     for step in 0..steps {
         sim.step = step;
-        match sim.below("action", 14) {
-            0 | 1 => send(sim, &mut a),
-            2 | 3 => send(sim, &mut b),
-            4 | 5 => drive(sim, &mut a, &mut b, true),
-            6 | 7 => drive(sim, &mut b, &mut a, true),
-            8 => start_operation(sim, &mut a),
-            9 => start_operation(sim, &mut b),
-            10 => {
-                if sim.below("evict", 2) == 0 {
-                    evict(sim, &mut a);
-                } else {
-                    evict(sim, &mut b);
-                }
-            }
-            11 => match sim.below("connection end", 24) {
-                0 => cut(sim, &mut a, &mut b),
-                1 => {
-                    let side = if sim.below("who closes", 2) == 0 {
-                        &mut a
-                    } else {
-                        &mut b
-                    };
-                    if !side.conn.closed {
-                        side.conn.session.close();
-                        side.conn.closed_locally = true;
-                        sim.link.disturbed = true;
-                        sim.count("local closes");
-                    }
-                }
-                _ => {}
-            },
-            _ => pass_time(sim, &a, &b),
-        }
-        if let Some(steps) = sim.link.jump_in {
-            if steps == 0 {
-                let longest = a.conn.timeout.max(b.conn.timeout);
-                let past = u64::try_from(longest.as_nanos()).expect("small");
-                sim.clock += past + 1 + sim.below("jump past by ns", 1_000 * MS);
-                sim.link.jump_in = None;
-                sim.count("clock jumps");
-            } else {
-                sim.link.jump_in = Some(steps - 1);
-            }
-        }
-        sim.count(
-            if a.conn.established && b.conn.established && !a.conn.closed && !b.conn.closed {
-                "steps open"
-            } else if a.conn.closed || b.conn.closed {
-                "steps closing"
-            } else if sim.link.fault != Fault::None {
-                "steps faulty handshake"
-            } else if sim.link.disturbed {
-                "steps disturbed"
-            } else {
-                "steps honest handshake"
-            },
-        );
+        act(sim, &mut a, &mut b);
+        jump_clock_if_due(sim, &a, &b);
+        count_step(sim, &a, &b);
         // The sessions' own outputs go out; a host whose connection opens
         // or whose peer is gone also reads.
         let read = !a.conn.established || b.conn.out.ended;
@@ -1853,26 +1799,7 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
             reconnect(sim, &mut a, &mut b);
         }
     }
-
-    // Drain: no more faults; connected and established, everything sent
-    // is received and judged, exactly once.
-    sim.calm = true;
-    for _ in 0..DRAIN_LIMIT {
-        if a.conn.settled() && b.conn.settled() {
-            break;
-        }
-        sim.step += 1;
-        drive(sim, &mut a, &mut b, true);
-        drive(sim, &mut b, &mut a, true);
-        if a.conn.closed && b.conn.closed {
-            reconnect(sim, &mut a, &mut b);
-        }
-        sim.clock += 10 * MS;
-    }
-    assert!(
-        a.conn.settled() && b.conn.settled(),
-        "everything was read and judged"
-    );
+    drain(sim, &mut a, &mut b);
 
     // A last fetch each way, then every deadline passes: every operation
     // has ended exactly once, and every acknowledged push came back.
@@ -1887,6 +1814,99 @@ fn simulate(sim: &mut Sim) -> [u8; 32] {
         assert_eq!(side.conn.session.operations_in_flight(), 0);
     }
     *sim.transcript.finalize().as_bytes()
+}
+
+/// One step's action, chosen by the seed.
+fn act(sim: &mut Sim, a: &mut Side, b: &mut Side) {
+    match sim.below("action", 14) {
+        0 | 1 => send(sim, a),
+        2 | 3 => send(sim, b),
+        4 | 5 => drive(sim, a, b, true),
+        6 | 7 => drive(sim, b, a, true),
+        8 => start_operation(sim, a),
+        9 => start_operation(sim, b),
+        10 => {
+            if sim.below("evict", 2) == 0 {
+                evict(sim, a);
+            } else {
+                evict(sim, b);
+            }
+        }
+        11 => match sim.below("connection end", 24) {
+            0 => cut(sim, a, b),
+            1 => {
+                let side = if sim.below("who closes", 2) == 0 {
+                    a
+                } else {
+                    b
+                };
+                if !side.conn.closed {
+                    side.conn.session.close();
+                    side.conn.closed_locally = true;
+                    sim.link.disturbed = true;
+                    sim.count("local closes");
+                }
+            }
+            _ => {}
+        },
+        _ => pass_time(sim, a, b),
+    }
+}
+
+/// `Fault::ClockJump`: when its step comes, the clock jumps past both
+/// handshake deadlines.
+fn jump_clock_if_due(sim: &mut Sim, a: &Side, b: &Side) {
+    match sim.link.jump_in {
+        Some(0) => {
+            let longest = a.conn.timeout.max(b.conn.timeout);
+            let past = u64::try_from(longest.as_nanos()).expect("small");
+            sim.clock += past + 1 + sim.below("jump past by ns", 1_000 * MS);
+            sim.link.jump_in = None;
+            sim.count("clock jumps");
+        }
+        Some(steps) => sim.link.jump_in = Some(steps - 1),
+        None => {}
+    }
+}
+
+/// Where the step was spent: on an open connection, or opening or closing
+/// one.
+fn count_step(sim: &mut Sim, a: &Side, b: &Side) {
+    let (a, b) = (&a.conn, &b.conn);
+    sim.count(if a.closed || b.closed {
+        "steps closing"
+    } else if a.established && b.established {
+        "steps open"
+    } else if sim.link.fault != Fault::None {
+        "steps in a faulty handshake"
+    } else if sim.link.disturbed {
+        "steps in a disturbed handshake"
+    } else {
+        "steps in an honest handshake"
+    });
+}
+
+/// No more faults: the hosts go on until they are connected and
+/// established, and everything sent was received and judged, exactly
+/// once.
+fn drain(sim: &mut Sim, a: &mut Side, b: &mut Side) {
+    sim.calm = true;
+    for _ in 0..DRAIN_LIMIT {
+        if a.conn.settled() && b.conn.settled() {
+            break;
+        }
+        sim.step += 1;
+        drive(sim, a, b, true);
+        drive(sim, b, a, true);
+        if a.conn.closed && b.conn.closed {
+            reconnect(sim, a, b);
+        }
+        sim.clock += 10 * MS;
+    }
+    assert!(
+        a.conn.settled() && b.conn.settled(),
+        "everything was read and judged"
+    );
 }
 
 /// `from` fetches the operations' tree from `to` and checks that every
