@@ -357,12 +357,8 @@ impl SyncMessage {
             return range.filter_map(|i| self.verify_item(i)).collect();
         };
         let (commits, fragments) = (diff.commits(), diff.fragments());
-        let n = commits.len();
-        let end = range.end.min(n + fragments.len());
-        let start = range.start.min(end);
-        let commit_range = start.min(n)..end.min(n);
-        let fragment_range = start.saturating_sub(n)..end.saturating_sub(n);
-        let mut out = Vec::with_capacity(end - start);
+        let (commit_range, fragment_range) = split(range, commits.len(), fragments.len());
+        let mut out = Vec::with_capacity(commit_range.len() + fragment_range.len());
         out.extend(
             verify_chunk(commits.get(commit_range).unwrap_or(&[]), *id)
                 .map(|r| r.map(|(v, b)| VerifiedItem::Commit(v, b))),
@@ -429,14 +425,11 @@ impl SyncMessage {
             return (!bad_signature).then_some(results);
         };
         let (commits, fragments) = (diff.commits(), diff.fragments());
-        let n = commits.len();
-        let end = range.end.min(n + fragments.len());
-        let start = range.start.min(end);
-        let commit_range = start.min(n)..end.min(n);
-        let fragment_range = start.saturating_sub(n)..end.saturating_sub(n);
+        let (commit_range, fragment_range) = split(range, commits.len(), fragments.len());
+        let len = commit_range.len() + fragment_range.len();
         let commits = check_chunk(commits.get(commit_range).unwrap_or(&[]), *id)?;
         let fragments = check_chunk(fragments.get(fragment_range).unwrap_or(&[]), *id)?;
-        let mut out = Vec::with_capacity(end - start);
+        let mut out = Vec::with_capacity(len);
         out.extend(commits.map(|r| r.map(|(v, b)| VerifiedItem::Commit(v, b))));
         out.extend(fragments.map(|r| r.map(|(v, b)| VerifiedItem::Fragment(v, b))));
         Some(out)
@@ -544,6 +537,22 @@ impl Wire for SyncMessage {
             .into())
         })
     }
+}
+
+/// `range` of a response's items in wire order (its `commits` commits,
+/// then its `fragments` fragments), clamped to them: the commits' part and
+/// the fragments' part, each as indices into its own list.
+fn split(
+    range: core::ops::Range<usize>,
+    commits: usize,
+    fragments: usize,
+) -> (core::ops::Range<usize>, core::ops::Range<usize>) {
+    let end = range.end.min(commits + fragments);
+    let start = range.start.min(end);
+    (
+        start.min(commits)..end.min(commits),
+        start.saturating_sub(commits)..end.saturating_sub(commits),
+    )
 }
 
 /// Batch-verifies the signatures of `items`, then checks each one's scope
