@@ -11,7 +11,7 @@ use bijou_proto::handshake::{Authenticated, Responder};
 use bijou_proto::message::{Audience, EphemeralMessage, Message, SignedEphemeral, Topic, Topics};
 use bijou_proto::session::{
     Completed, Event, Operation, OperationError, OperationId, Outcome, Output, Session,
-    SessionConfig, SignRequest, StartError, WrongSigner,
+    SessionConfig, SignRequest, SignatureRefused, StartError, WrongSigner,
 };
 use bijou_proto::time::{Clock, Timestamp};
 use bijou_proto::verify_budget::VerifyBudget;
@@ -190,6 +190,12 @@ pub enum RunError {
     /// The signer given is not the connection's key.
     #[error(transparent)]
     WrongSigner(#[from] WrongSigner),
+    /// The signer could not sign what the operation needs signed (a
+    /// keyhive registration's message), or signed it wrongly; nothing was
+    /// sent, and the request stays open: `finish` again with a working
+    /// signer carries on, or the operation's deadline ends it.
+    #[error(transparent)]
+    Signer(SignatureRefused),
     /// No such operation is running or waiting to be taken (it never
     /// started here, or its end was already taken).
     #[error("{0} is not running here: it never started on this connection, or its end was already returned (finish each operation once)")]
@@ -740,7 +746,7 @@ impl<T: Transport> Connection<T> {
 
     /// Signs what the session asked ([`Output::Sign`]) with `signer`, the
     /// key that ran the handshake.
-    fn sign_asked<S: Identity + ?Sized>(&mut self, signer: &S) -> Result<(), WrongSigner> {
+    fn sign_asked<S: Identity + ?Sized>(&mut self, signer: &S) -> Result<(), RunError> {
         let Some(shell) = self.waits.as_mut() else {
             return Ok(());
         };
@@ -749,16 +755,21 @@ impl<T: Transport> Connection<T> {
         }
         let local = self.session.local_peer();
         if signer.peer_id() != local {
-            return Err(WrongSigner {
+            return Err(RunError::WrongSigner(WrongSigner {
                 signer: signer.peer_id(),
                 local,
-            });
+            }));
         }
         while let Some(request) = shell.asked.pop_front() {
-            // Our own key over the session's own bytes: verified by the
-            // session; a signer that fails leaves the request to its
-            // operation's deadline.
-            let _ = self.session.sign_with(&request, signer);
+            match self.session.sign_with(&request, signer) {
+                // Answered, or no longer asked for (its operation ended).
+                Ok(()) | Err(SignatureRefused::Unknown { .. }) => {}
+                Err(refused) => {
+                    // Still open: the next `finish` signs it again.
+                    shell.asked.push_front(request);
+                    return Err(RunError::Signer(refused));
+                }
+            }
         }
         Ok(())
     }

@@ -280,3 +280,58 @@ async fn a_registration_left_waiting_for_its_signer_ends_at_its_deadline_under_r
     .await
     .expect("bounded");
 }
+
+/// The client's key, unable to sign (a hardware key unplugged).
+struct Unplugged(SigningKey);
+
+impl bijou_signing::Identity for Unplugged {
+    fn verifying_key(&self) -> bijou_signing::ed25519_dalek::VerifyingKey {
+        self.0.verifying_key()
+    }
+
+    fn sign_message(
+        &self,
+        _: &[u8],
+    ) -> Result<bijou_signing::ed25519_dalek::Signature, bijou_signing::ed25519_dalek::SignatureError>
+    {
+        Err(bijou_signing::ed25519_dalek::SignatureError::new())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_signer_that_fails_is_said_and_the_registration_waits_for_a_working_one() {
+    timeout(LIMIT, async {
+        let (mut client, _server) = pair().await;
+        let (client_key, _) = keys();
+        let doc = bijou_proto::keyhive::DocumentKey::from_seed([3; 32]);
+        let delegation = doc
+            .root_delegation(
+                bijou_proto::keyhive::Grantee::Public,
+                bijou_proto::keyhive::Access::Edit,
+            )
+            .expect("delegation");
+        let id = client
+            .start(Operation::Register(delegation), Duration::from_millis(100))
+            .expect("start");
+        let err = client
+            .finish(id, &Unplugged(client_key.clone()))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::Signer(_)), "{err}");
+        // The request stayed open: a working signer signs it, and the
+        // registration goes on to wait for the peer (which never answers).
+        let err = client.finish(id, &client_key).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RunError::Operation {
+                    error: OperationError::TimedOut { waiting_for },
+                    ..
+                } if waiting_for != "signer"
+            ),
+            "{err}"
+        );
+    })
+    .await
+    .expect("bounded");
+}
