@@ -51,30 +51,7 @@ fn handshake_config() -> ConnectConfig {
 /// A connected pair over an in-memory pipe: (a, b), b's ephemeral clock at
 /// `NOW`.
 async fn pair() -> (Conn, Conn) {
-    let (x, y) = tokio::io::duplex(1 << 20);
-    let responder = Responder::new(HandshakeConfig::default());
-    let b_key = key(0xB0);
-    let b_id = b_key.peer_id();
-    let server = tokio::spawn(async move {
-        Connection::accept(
-            FramedTransport::new(y, Bijou64),
-            &b_key,
-            &responder,
-            &handshake_config(),
-        )
-        .await
-        .expect("accept")
-    });
-    let a: Conn = Connection::connect(
-        FramedTransport::new(x, Bijou64),
-        &key(0xA0),
-        Audience::Known(b_id),
-        &handshake_config(),
-    )
-    .await
-    .expect("connect");
-    let mut a = a;
-    let mut b = server.await.expect("task");
+    let (mut a, mut b) = pair_sharing(None).await;
     a.set_ephemeral_config(fixed_clock_config());
     b.set_ephemeral_config(fixed_clock_config());
     (a, b)
@@ -397,14 +374,15 @@ fn a_peer_that_never_reads_our_answers_is_no_longer_read() {
     assert!(conn.has_unsent(), "the one answer, held");
 }
 
-/// A pair whose server keeps its peers' ephemeral windows in `table`.
-async fn pair_sharing(table: &ReplayTable) -> (Conn, Conn) {
+/// A pair over an in-memory pipe whose server keeps its peers' ephemeral
+/// windows in `table` (`None`: each connection its own).
+async fn pair_sharing(table: Option<&ReplayTable>) -> (Conn, Conn) {
     let (x, y) = tokio::io::duplex(1 << 20);
     let responder = Responder::new(HandshakeConfig::default());
     let b_key = key(0xB0);
     let b_id = b_key.peer_id();
     let mut accept = handshake_config();
-    accept.replay_table = Some(table.clone());
+    accept.replay_table = table.cloned();
     let server = tokio::spawn(async move {
         Connection::accept(
             FramedTransport::new(y, Bijou64),
@@ -431,13 +409,13 @@ async fn a_replay_on_the_peers_next_connection_is_refused_with_a_shared_table() 
     let table = ReplayTable::new(ReplayTableConfig::default(), [3; 32]);
     let topic = Topic::new([4; 32]);
     let message = sealed(0xA0, topic, 77, NOW, b"once".to_vec());
-    let (mut a, mut b) = pair_sharing(&table).await;
+    let (mut a, mut b) = pair_sharing(Some(&table)).await;
     b.subscribe(Topics::one(topic)).await.expect("subscribe");
     let first = send_raw(&mut a, &mut b, message.clone()).await;
     assert!(matches!(first, Ok(Delivered::Ephemeral(_))), "{first:?}");
     drop((a, b));
     // The same peer, a new connection, the same bytes: refused.
-    let (mut a, mut b) = pair_sharing(&table).await;
+    let (mut a, mut b) = pair_sharing(Some(&table)).await;
     b.subscribe(Topics::one(topic)).await.expect("subscribe");
     let again = send_raw(&mut a, &mut b, message).await;
     assert!(
