@@ -291,3 +291,22 @@ fn the_program_runs_the_same_exchange() {
     expected.extend_from_slice(b"C\x01C\x01X");
     assert_eq!(output.stdout, expected);
 }
+
+/// Built without bijou-proto's `keyhive` feature, as the client ships: a
+/// snapshot taken with a registration in flight names the feature it
+/// needs, rather than being called corrupt.
+#[test]
+fn a_snapshot_with_a_registration_names_the_missing_feature() {
+    use bijou_proto::session::snapshot::RestoreError;
+    use bijou_proto::time::Timestamp;
+
+    let bytes = include_bytes!("../../proto/tests/data/snapshot/v2/registration.bin");
+    let now = Now::new(NOW + 4, Timestamp::from_secs(4));
+    match Session::restore(bytes, now, [9; 32]) {
+        Err(RestoreError::Invalid { field, reason }) => {
+            assert_eq!(field, "operation kind");
+            assert!(reason.contains("`keyhive` feature"), "{reason}");
+        }
+        other => panic!("expected the missing feature named, got {other:?}"),
+    }
+}

@@ -115,6 +115,7 @@ impl Registration {
     /// Where the exchange stands, as a session snapshot keeps it: 0
     /// awaiting the contact card, 1 the response, 2 the confirmation, 3
     /// done (the outcome: 3 Registered, 4 AlreadyKnown).
+    #[cfg(feature = "keyhive")]
     pub(crate) fn stage(&self) -> u8 {
         match self.state {
             State::AwaitCard => 0,
@@ -127,6 +128,7 @@ impl Registration {
 
     /// A registration of `delegation` between `local` and `server` at
     /// `stage` ([`Registration::stage`]); `None` for an unknown stage.
+    #[cfg(feature = "keyhive")]
     pub(crate) fn resume(
         local: PeerId,
         server: PeerId,

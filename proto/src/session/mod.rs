@@ -716,11 +716,11 @@ impl Session {
         if !self.needs_signer() {
             return Ok(());
         }
-        let Some(server) = self.remote_peer() else {
-            return Ok(());
-        };
-        for message in self.operations_mut().sign_with(signer, server, None) {
-            self.transmit(message);
+        #[cfg(feature = "keyhive")]
+        if let Some(server) = self.remote_peer() {
+            for message in self.operations_mut().sign_with(signer, server, None) {
+                self.transmit(message);
+            }
         }
         Ok(())
     }
@@ -1270,6 +1270,7 @@ impl Session {
         if !self.is_established() {
             return;
         }
+        #[cfg(feature = "keyhive")]
         let server = self.remote_peer();
         let Some(extras) = self.extras.as_mut() else {
             return;
@@ -1277,6 +1278,7 @@ impl Session {
         let mut sealed = VecDeque::new();
         {
             let replay = Replay::new(key, &mut extras.book);
+            #[cfg(feature = "keyhive")]
             if let (Some(ops), Some(server)) = (extras.operations.as_mut(), server) {
                 if ops.needs_signer() {
                     sealed.extend(ops.sign_with(&replay, server, Some(&replay)));

@@ -8,20 +8,28 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use bijou_codec::{Wire, WriteError};
-use bijou_signing::{Identity, PeerId};
+#[cfg(feature = "keyhive")]
+use bijou_signing::Identity;
+use bijou_signing::PeerId;
 
-use crate::keyhive::{
-    self, KeyhiveError, Registration, RootDelegation, Step, SukMessage, VerifiedSuk,
-};
+use crate::keyhive::KeyhiveError;
+#[cfg(feature = "keyhive")]
+use crate::keyhive::{self, Registration, RootDelegation, Step, SukMessage, VerifiedSuk};
+#[cfg(feature = "keyhive")]
+use crate::message::MessageError;
 use crate::message::{
     BatchSyncRequest, BatchSyncResponse, CommitId, EphemeralMessage, FingerprintSeed, Message,
-    MessageError, RemoteHeads, SedimentreeId, SyncMessage, SyncResult, Topics,
+    RemoteHeads, SedimentreeId, SyncMessage, SyncResult, Topics,
 };
 use crate::rng::SeededRng;
 use crate::time::Timestamp;
 
-use super::received::{Delivered, Received, Rejected, VerifiedMessage};
-use super::signing::{Owner as Asker, Replay};
+#[cfg(feature = "keyhive")]
+use super::received::Rejected;
+use super::received::{Delivered, Received, VerifiedMessage};
+use super::signing::Owner as Asker;
+#[cfg(feature = "keyhive")]
+use super::signing::Replay;
 use super::snapshot::{nanos, read_topics, write_topics, RestoreError, SnapshotError};
 
 /// An operation's id: unique within its session, counting from 1.
@@ -97,7 +105,9 @@ pub enum Operation {
     Probe(SedimentreeId),
     /// Registers a keyhive document with the peer (see
     /// [`keyhive::Registration`](crate::keyhive::Registration)); push to
-    /// it only once this is done.
+    /// it only once this is done. With the `keyhive` feature (on by
+    /// default).
+    #[cfg(feature = "keyhive")]
     Register(RootDelegation),
     /// Subscribes to ephemeral topics (recorded at once, as
     /// [`Session::on_send`](super::Session::on_send) does) and waits for a
@@ -115,6 +125,7 @@ impl Operation {
             Self::Push(_) => "push",
             Self::Fetch(_) => "fetch",
             Self::Probe(_) => "probe",
+            #[cfg(feature = "keyhive")]
             Self::Register(_) => "registration",
             Self::Subscribe(_) => "subscribe",
         }
@@ -139,6 +150,7 @@ pub enum Outcome {
     /// What the peer's answer to a probe says.
     Probed(TreeAccess),
     /// The document is registered.
+    #[cfg(feature = "keyhive")]
     Registered(keyhive::Outcome),
     /// The subscription holds, except for the topics the peer refused:
     /// it will not send those (they stay in our subscriptions; subscribe
@@ -277,9 +289,12 @@ enum State {
         probe: bool,
     },
     /// Not started: the first message needs the signer.
+    #[cfg(feature = "keyhive")]
     RegisterUnsigned(RootDelegation),
+    #[cfg(feature = "keyhive")]
     Register(Registration),
     /// The peer's next message, waiting for the signer to answer it.
+    #[cfg(feature = "keyhive")]
     RegisterAnswer(Registration, Box<VerifiedSuk>),
     Subscribe(Topics),
 }
@@ -289,14 +304,19 @@ impl State {
         match self {
             Self::Push { .. } => "HeadsUpdate naming the commit",
             Self::Fetch { .. } => "BatchSyncResponse",
+            #[cfg(feature = "keyhive")]
             Self::RegisterUnsigned(_) | Self::RegisterAnswer(..) => "signer",
+            #[cfg(feature = "keyhive")]
             Self::Register(registration) => registration.waiting_for(),
             Self::Subscribe(_) => "SubscribeRejected",
         }
     }
 
     fn needs_signer(&self) -> bool {
-        matches!(self, Self::RegisterUnsigned(_) | Self::RegisterAnswer(..))
+        #[cfg(feature = "keyhive")]
+        return matches!(self, Self::RegisterUnsigned(_) | Self::RegisterAnswer(..));
+        #[cfg(not(feature = "keyhive"))]
+        false
     }
 }
 
@@ -351,6 +371,7 @@ impl Operations {
                     Some(Message::Sync(request.into())),
                 )
             }
+            #[cfg(feature = "keyhive")]
             Operation::Register(delegation) => (State::RegisterUnsigned(delegation), None),
             Operation::Subscribe(topics) => {
                 let message = Message::Ephemeral(EphemeralMessage::Subscribe(topics.clone()));
@@ -485,12 +506,14 @@ impl Operations {
                     .map(|outcome| outcome.unwrap_or_else(|| Outcome::Fetched(Box::new(verified))));
                 self.finish(at, result);
             }
+            #[cfg(feature = "keyhive")]
             (Owner::Register(at), Ok(Delivered::Keyhive(answer))) => {
                 let op = &mut self.in_flight[at];
                 if let State::Register(registration) = &op.state {
                     op.state = State::RegisterAnswer(registration.clone(), answer);
                 }
             }
+            #[cfg(feature = "keyhive")]
             (
                 Owner::Register(at),
                 Err(Rejected::Keyhive(e) | Rejected::Malformed(MessageError::Keyhive(e))),
@@ -521,6 +544,7 @@ impl Operations {
                 .map(Owner::Fetch),
                 _ => None,
             },
+            #[cfg(feature = "keyhive")]
             Ok(Delivered::Keyhive(_))
             | Err(Rejected::Keyhive(_) | Rejected::Malformed(MessageError::Keyhive(_))) => {
                 first(&|state| matches!(state, State::Register(_))).map(Owner::Register)
@@ -607,6 +631,7 @@ impl Operations {
     /// their messages to send, in order. With `replay` (the session's
     /// signer of sign requests, which `signer` then is), a registration
     /// whose signature has not been given yet stays as it was.
+    #[cfg(feature = "keyhive")]
     pub(super) fn sign_with<S: Identity + ?Sized>(
         &mut self,
         signer: &S,
@@ -729,11 +754,13 @@ impl Operations {
                     w.u8(2);
                     write_topics(w, topics.iter());
                 }
+                #[cfg(feature = "keyhive")]
                 State::RegisterUnsigned(delegation) => {
                     w.u8(3);
                     w.bijou64_len(delegation.event.len());
                     w.bytes(&delegation.event);
                 }
+                #[cfg(feature = "keyhive")]
                 State::Register(registration) => {
                     w.u8(4);
                     w.u8(registration.stage());
@@ -741,6 +768,7 @@ impl Operations {
                     w.bijou64_len(event.len());
                     w.bytes(event);
                 }
+                #[cfg(feature = "keyhive")]
                 State::RegisterAnswer(registration, answer) => {
                     // The answer goes in as received; a restore checks its
                     // signature again.
@@ -765,11 +793,12 @@ impl Operations {
     }
 
     /// The operations a snapshot holds, resumed at `now`.
+    #[cfg_attr(not(feature = "keyhive"), allow(unused_variables))]
     pub(super) fn read_snapshot(
         r: &mut bijou_codec::Reader<'_>,
         now: Timestamp,
         rng: SeededRng,
-        (local, server): (PeerId, PeerId),
+        peers: (PeerId, PeerId),
     ) -> Result<Self, RestoreError> {
         let invalid = |field, reason| RestoreError::Invalid { field, reason };
         let last_id = r.bijou64("last operation id")?;
@@ -813,28 +842,38 @@ impl Operations {
                             .ok_or_else(|| invalid("subscribe topics", "are none"))?,
                     )
                 }
+                #[cfg(feature = "keyhive")]
                 3 => State::RegisterUnsigned(read_delegation(r)?),
+                #[cfg(feature = "keyhive")]
                 4 => {
                     let stage = r.u8("registration stage")?;
                     let delegation = read_delegation(r)?;
                     State::Register(
-                        Registration::resume(local, server, delegation, stage)
+                        Registration::resume(peers.0, peers.1, delegation, stage)
                             .ok_or_else(|| invalid("registration stage", "is not 0 to 4"))?,
                     )
                 }
+                #[cfg(feature = "keyhive")]
                 5 => {
                     let stage = r.u8("registration stage")?;
                     let delegation = read_delegation(r)?;
-                    let registration = Registration::resume(local, server, delegation, stage)
+                    let registration = Registration::resume(peers.0, peers.1, delegation, stage)
                         .ok_or_else(|| invalid("registration stage", "is not 0 to 4"))?;
                     let len = r.bijou64("keyhive answer length")?;
                     let answer = r.shared_u64("keyhive answer", len)?;
                     let answer = SukMessage::from_bytes(&answer)
-                        .and_then(|suk| suk.verify(server))
+                        .and_then(|suk| suk.verify(peers.1))
                         .map_err(|_| {
                             invalid("keyhive answer", "is not a SUK message signed by the peer")
                         })?;
                     State::RegisterAnswer(registration, Box::new(answer))
+                }
+                #[cfg(not(feature = "keyhive"))]
+                3..=5 => {
+                    return Err(invalid(
+                        "operation kind",
+                        "is a keyhive registration, and this build of bijou-proto has no `keyhive` feature",
+                    ))
                 }
                 _ => return Err(invalid("operation kind", "is not 00 to 05")),
             };
@@ -854,6 +893,7 @@ impl Operations {
 }
 
 /// A root delegation event, checked again (its signature included).
+#[cfg(feature = "keyhive")]
 fn read_delegation(r: &mut bijou_codec::Reader<'_>) -> Result<RootDelegation, RestoreError> {
     let len = r.bijou64("delegation length")?;
     let event = r.shared_u64("delegation", len)?;
@@ -870,6 +910,7 @@ enum Owner {
     /// The fetch or probe at this index.
     Fetch(usize),
     /// The registration at this index.
+    #[cfg(feature = "keyhive")]
     Register(usize),
     /// The subscription at this index, and the topics refused.
     Subscribe(usize, Option<Topics>),

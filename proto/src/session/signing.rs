@@ -128,6 +128,7 @@ pub(crate) enum Owner {
     /// The handshake's challenge or response.
     Handshake,
     /// A keyhive registration.
+    #[cfg_attr(not(feature = "keyhive"), allow(dead_code))]
     Operation(super::OperationId),
     /// An ephemeral publish, by its place in the session's sequence.
     Publish(u64),
