@@ -1094,8 +1094,8 @@ impl Session {
     /// The transport ended (the peer closed it, or it failed): what was
     /// already handed in is still verified and delivered, the operations
     /// in flight end with [`OperationError::Closed`], then
-    /// [`Event::Closed`] with [`Close::PeerClosed`] (or the handshake's
-    /// failure, if it had not completed).
+    /// [`Event::Closed`] with [`Close::PeerClosed`], during the handshake
+    /// too ([`Session::authenticated`] says whether it had completed).
     pub fn handle_close(&mut self) {
         self.end(Close::PeerClosed);
     }

@@ -98,7 +98,8 @@ pub enum Close {
 }
 
 impl Close {
-    /// Whether the session ended before the peer was authenticated.
+    /// Whether the handshake ended the session (it failed or timed out);
+    /// a transport closed during the handshake is [`Close::PeerClosed`].
     #[must_use]
     pub fn is_handshake(&self) -> bool {
         matches!(self, Self::Handshake(_) | Self::HandshakeTimedOut { .. })
