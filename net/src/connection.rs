@@ -717,7 +717,13 @@ impl<T: Transport> Connection<T> {
     ) -> Poll<Result<Outcome, RunError>> {
         loop {
             self.sign_asked(signer)?;
-            if let Some(done) = self.take_completed(id) {
+            // Ended and polled out already, or ended in the session
+            // behind another end this loop took (one acknowledgement ends
+            // every push before it).
+            let done = self
+                .take_completed(id)
+                .or_else(|| self.session.completed(id));
+            if let Some(done) = done {
                 self.tidy();
                 return Poll::Ready(
                     done.result

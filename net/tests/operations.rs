@@ -106,6 +106,46 @@ async fn a_push_is_run_to_its_acknowledgement_and_other_messages_wait_for_recv_i
     .expect("bounded");
 }
 
+/// A Subduction server acknowledges in order, and one `HeadsUpdate` may
+/// name only the newest of several pushes in flight: it ends them all at
+/// once, and `finish` then returns each one's end in turn (found live
+/// against `subduction_cli` 0.21 with `bijou sync --window 4`: the second
+/// `finish` said its push was not running).
+#[tokio::test(start_paused = true)]
+async fn one_acknowledgement_of_the_newest_push_ends_every_push_before_it_for_finish() {
+    timeout(LIMIT, async {
+        let (mut client, mut server) = pair().await;
+        let (client_key, _) = keys();
+        let mut pushes = Vec::new();
+        for n in 1..=3 {
+            let (message, head) = commit(n);
+            let id = client
+                .start(Operation::Push(message), LIMIT)
+                .expect("start");
+            pushes.push((id, head));
+        }
+        let newest = pushes[2].1;
+        let serving = tokio::spawn(async move {
+            for _ in 0..3 {
+                server.recv().await.expect("recv").expect("a commit");
+            }
+            server.send(ack(newest)).await.expect("ack");
+            server
+        });
+        for (id, pushed) in pushes {
+            let outcome = client.finish(id, &client_key).await;
+            assert!(
+                matches!(&outcome, Ok(Outcome::Pushed { head, heads, .. })
+                    if *head == pushed && heads.heads() == [newest]),
+                "{id}: {outcome:?}"
+            );
+        }
+        let _server = serving.await.expect("task");
+    })
+    .await
+    .expect("bounded");
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_push_times_out_and_its_id_is_then_unknown() {
     timeout(LIMIT, async {
