@@ -89,6 +89,15 @@ pub enum LongPollError {
         /// The header's value (its first 32 bytes).
         value: String,
     },
+    /// A client of the server took none of the rest of an answer for the
+    /// write timeout (it stopped reading; the socket's buffers are full):
+    /// the server dropped the connection
+    /// ([`ServerConfig::write_timeout`](super::ServerConfig::write_timeout)).
+    #[error("the client took none of the rest of an answer for {after:?}: the connection was dropped (raise ServerConfig::write_timeout for clients on slow links)")]
+    WriteTimeout {
+        /// The write timeout.
+        after: Duration,
+    },
     /// The HTTP exchange failed (connection refused or reset, a malformed
     /// response, a body that broke off).
     #[error("HTTP: {0}")]

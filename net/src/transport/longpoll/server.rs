@@ -25,6 +25,7 @@ use super::refusal::Refusal;
 use super::registry::Registry;
 use super::session::{Closed, Collected, LongPollSession, Shared};
 use super::session_id::SessionId;
+use super::write_deadline::{DrainTimeout, WriteDeadline};
 use super::{path, ACK_HEADER, MAX_HANDSHAKE_BODY, SEQUENCE_HEADER, SESSION_ID_HEADER};
 
 /// The largest request head hyper reads (its read buffer's bound): 16 KiB.
@@ -69,6 +70,8 @@ type Answer = Response<Full<Bytes>>;
 /// they arrive; nothing is reserved from `Content-Length`) and the body
 /// stall timeout. Requests naming an unknown session are answered before
 /// their body is read.
+/// Answers are bounded by the write timeout: one the client stops taking
+/// (its socket's buffers full) for that long drops its connection.
 ///
 /// The bounds (sessions, queues, timeouts) are [`ServerConfig`]'s; what a
 /// session holds is in [`LongPollSession`]'s docs.
@@ -168,6 +171,9 @@ impl LongPollServer {
     /// [`LongPollError::Http`]: the connection failed or broke the
     /// protocol (a head over 16 KiB or one that did not come within the
     /// header read timeout included).
+    /// [`LongPollError::WriteTimeout`]: the client stopped reading an
+    /// answer, which did not drain within
+    /// [`ServerConfig::write_timeout`]; the connection was dropped.
     ///
     /// # Cancel safety
     ///
@@ -179,6 +185,7 @@ impl LongPollServer {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let io = WriteDeadline::new(io, self.inner.config.write_timeout);
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
@@ -192,7 +199,10 @@ impl LongPollServer {
         builder
             .serve_connection(TokioIo::new(io), service)
             .await
-            .map_err(|e| LongPollError::Http(Box::new(e)))
+            .map_err(|e| match DrainTimeout::find(&e) {
+                Some(DrainTimeout { after }) => LongPollError::WriteTimeout { after },
+                None => LongPollError::Http(Box::new(e)),
+            })
     }
 
     /// Routes a request and turns a refusal into its answer.
