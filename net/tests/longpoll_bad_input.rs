@@ -519,6 +519,49 @@ fn headers_that_trickle_in_are_cut_off() {
 }
 
 #[test]
+fn a_send_body_that_trickles_past_the_send_body_timeout_is_408() {
+    run_alone(true, async {
+        let mut config = ServerConfig::default();
+        config.body_stall_timeout = Duration::from_secs(5);
+        config.send_body_timeout = Duration::from_secs(20);
+        config.header_read_timeout = Duration::from_secs(3600);
+        let (server, mut sessions) = LongPollServer::new(config);
+        let mut http = pipe(&server);
+        let (sid, mut session) = open(&mut http, &mut sessions).await;
+        // A byte every 4 s: never a stall of 5 s, but not whole after 20 s.
+        let mut http = pipe(&server);
+        let head = format!(
+            "POST /lp/send HTTP/1.1\r\nhost: t\r\nx-session-id: {sid}\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+        http.write(head.as_bytes()).await.expect("head");
+        let start = Instant::now();
+        let mut sent = 0;
+        let reply = loop {
+            tokio::select! {
+                reply = http.read_reply() => break reply.expect("an answer"),
+                () = tokio::time::sleep(Duration::from_secs(4)) => {}
+            }
+            http.write(b"1\r\nx\r\n").await.expect("a chunk");
+            sent += 1;
+        };
+        assert_refused(&reply, 408, "did not arrive within 20s");
+        assert_eq!(start.elapsed(), Duration::from_secs(20));
+        assert!((4..=5).contains(&sent), "{sent} chunks");
+        assert!(http.closed().await, "the connection is closed");
+        // Nothing of it reached the session, which is still open.
+        let mut http = pipe(&server);
+        assert_eq!(http.send(&sid, b"whole").await.expect("send").status, 204);
+        assert_eq!(
+            futures::StreamExt::next(&mut session)
+                .await
+                .expect("a message")
+                .expect("ok"),
+            &b"whole"[..]
+        );
+    });
+}
+
+#[test]
 fn a_client_that_stops_reading_its_answer_is_dropped_after_the_write_timeout() {
     run_alone(false, async {
         let mut config = ServerConfig::default();
