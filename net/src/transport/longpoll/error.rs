@@ -89,11 +89,11 @@ pub enum LongPollError {
         /// The header's value (its first 32 bytes).
         value: String,
     },
-    /// A client of the server took none of the rest of an answer for the
-    /// write timeout (it stopped reading; the socket's buffers are full):
-    /// the server dropped the connection
+    /// A client of the server did not take the rest of an answer within
+    /// the write timeout (it stopped reading; the socket's buffers are
+    /// full): the server dropped the connection
     /// ([`ServerConfig::write_timeout`](super::ServerConfig::write_timeout)).
-    #[error("the client took none of the rest of an answer for {after:?}: the connection was dropped (raise ServerConfig::write_timeout for clients on slow links)")]
+    #[error("the client did not take the rest of an answer within {after:?} (it stopped reading): the connection was dropped (raise ServerConfig::write_timeout for clients on slow links)")]
     WriteTimeout {
         /// The write timeout.
         after: Duration,

@@ -28,7 +28,7 @@ use tokio::time::Sleep;
 /// The error inside the [`io::Error`] (kind [`io::ErrorKind::TimedOut`])
 /// a stream wrapped in [`WriteDeadline`] fails with.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
-#[error("the client took none of the rest of an answer for {after:?}: the connection was dropped (raise ServerConfig::write_timeout for clients on slow links)")]
+#[error("the client did not take the rest of an answer within {after:?} (it stopped reading): the connection was dropped (raise ServerConfig::write_timeout for clients on slow links)")]
 pub(super) struct DrainTimeout {
     /// The bound.
     pub(super) after: Duration,
