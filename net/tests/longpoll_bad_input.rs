@@ -5,8 +5,9 @@
 //! it receives, never with what a `Content-Length` announces (measured
 //! with a counting allocator, `cap`).
 //!
-//! Loopback TCP for the requests; in-memory pipes on paused time for the
-//! timeouts (a body that never ends, a head that trickles in). The
+//! Loopback TCP for the requests and for a client that stops reading; in-memory
+//! pipes on paused time for the timeouts (a body that never ends or trickles, a
+//! head that trickles in). The
 //! allocator is process-wide, so the tests run one at a time, each on a
 //! runtime of its own.
 
@@ -20,15 +21,17 @@ use std::time::Duration;
 
 use bijou_net::handshake::{respond, ConnectConfig};
 use bijou_net::transport::longpoll::{
-    IncomingSessions, LongPollServer, LongPollSession, ServerConfig,
+    IncomingSessions, LongPollError, LongPollServer, LongPollSession, ServerConfig,
 };
 use bijou_net::transport::Transport;
 use bijou_proto::handshake::{HandshakeConfig, Responder};
 use bijou_proto::message::Audience;
 use bijou_signing::{ed25519_dalek::SigningKey, Identity};
+use bytes::Bytes;
 use cap::Cap;
+use futures::SinkExt;
 use lp_http::{connect, listen, next_session, pipe, request, Http, Reply};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::Instant;
 
 #[global_allocator]
@@ -512,5 +515,124 @@ fn headers_that_trickle_in_are_cut_off() {
             Ok(reply) => assert_eq!(reply.status, 431, "{}", reply.text()),
             Err(e) => panic!("expected 431, got {e}"),
         }
+    });
+}
+
+#[test]
+fn a_send_body_that_trickles_past_the_send_body_timeout_is_408() {
+    run_alone(true, async {
+        let mut config = ServerConfig::default();
+        config.body_stall_timeout = Duration::from_secs(5);
+        config.send_body_timeout = Duration::from_secs(20);
+        config.header_read_timeout = Duration::from_secs(3600);
+        let (server, mut sessions) = LongPollServer::new(config);
+        let mut http = pipe(&server);
+        let (sid, mut session) = open(&mut http, &mut sessions).await;
+        // A byte every 4 s: never a stall of 5 s, but not whole after 20 s.
+        let mut http = pipe(&server);
+        let head = format!(
+            "POST /lp/send HTTP/1.1\r\nhost: t\r\nx-session-id: {sid}\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+        http.write(head.as_bytes()).await.expect("head");
+        let start = Instant::now();
+        let mut sent = 0;
+        let reply = loop {
+            tokio::select! {
+                reply = http.read_reply() => break reply.expect("an answer"),
+                () = tokio::time::sleep(Duration::from_secs(4)) => {}
+            }
+            http.write(b"1\r\nx\r\n").await.expect("a chunk");
+            sent += 1;
+        };
+        assert_refused(&reply, 408, "did not arrive within 20s");
+        assert_eq!(start.elapsed(), Duration::from_secs(20));
+        assert!((4..=5).contains(&sent), "{sent} chunks");
+        assert!(http.closed().await, "the connection is closed");
+        // Nothing of it reached the session, which is still open.
+        let mut http = pipe(&server);
+        assert_eq!(http.send(&sid, b"whole").await.expect("send").status, 204);
+        assert_eq!(
+            futures::StreamExt::next(&mut session)
+                .await
+                .expect("a message")
+                .expect("ok"),
+            &b"whole"[..]
+        );
+    });
+}
+
+#[test]
+fn a_client_that_stops_reading_its_answer_is_dropped_after_the_write_timeout() {
+    run_alone(false, async {
+        let mut config = ServerConfig::default();
+        config.write_timeout = Duration::from_millis(300);
+        let (server, mut sessions) = LongPollServer::new(config);
+        // Each served connection's end, by the client's address.
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (ended, mut ends) = tokio::sync::mpsc::unbounded_channel();
+        let serving = server.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, peer)) = listener.accept().await {
+                let (serving, ended) = (serving.clone(), ended.clone());
+                tokio::spawn(async move {
+                    let _ = ended.send((peer, serving.serve_connection(tcp).await));
+                });
+            }
+        });
+        let mut http = connect(addr).await;
+        let (sid, mut session) = open(&mut http, &mut sessions).await;
+        // More than the kernel buffers on both ends hold (the client's
+        // receive buffer is made small).
+        const LEN: usize = 16 * 1024 * KIB;
+        session.set_max_message_length(LEN);
+        session
+            .send(Bytes::from(vec![0x42; LEN]))
+            .await
+            .expect("queued");
+
+        let socket = TcpSocket::new_v4().expect("socket");
+        socket.set_recv_buffer_size(4 * KIB as u32).expect("rcvbuf");
+        let tcp = socket.connect(addr).await.expect("connect");
+        let me = tcp.local_addr().expect("addr");
+        let mut stalled = Http::new(tcp);
+        stalled
+            .write(&request(
+                "POST",
+                "/lp/recv",
+                &[("x-session-id", &sid), ("x-bijou-ack", "0")],
+                b"",
+            ))
+            .await
+            .expect("the poll");
+        // Never read: the server gives up on the answer and drops the
+        // connection, well before TCP would.
+        let (_, result) = loop {
+            let end = tokio::time::timeout(Duration::from_secs(20), ends.recv())
+                .await
+                .expect("the stalled connection is dropped in time")
+                .expect("served");
+            if end.0 == me {
+                break end;
+            }
+        };
+        match result {
+            Err(LongPollError::WriteTimeout { after }) => {
+                assert_eq!(after, Duration::from_millis(300));
+            }
+            other => panic!("expected a write timeout, got {other:?}"),
+        }
+        drop(stalled);
+        // The session is as a gone client leaves it: open, no poll held,
+        // and the unacknowledged message is answered again.
+        assert!(!session.is_closed());
+        let reply = connect(addr)
+            .await
+            .recv(&sid, Some(0))
+            .await
+            .expect("answer");
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(reply.header("x-bijou-seq"), Some("1"));
+        assert!(reply.body.len() == LEN && reply.body.iter().all(|&b| b == 0x42));
     });
 }

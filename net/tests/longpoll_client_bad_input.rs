@@ -830,6 +830,121 @@ async fn a_send_answered_410_or_500_fails_the_sink_and_leaves_the_stream() {
 }
 
 #[tokio::test]
+async fn a_send_answered_503_goes_again_in_order_and_once_until_the_retries_run_out() {
+    timeout(LIMIT, async {
+        // The second message is answered 503 three times (once asking for
+        // a pause of 1 s), then taken.
+        let fake = Fake::start(|req, index| match req.path.as_str() {
+            "/lp/handshake" => handshake_ok(),
+            "/lp/send" => match index {
+                1 | 3 => status(503, "inbound full"),
+                2 => Answer::Full(
+                    503,
+                    vec![("retry-after", "1".to_owned())],
+                    Bytes::from_static(b"inbound full"),
+                ),
+                _ => status(204, ""),
+            },
+            _ => Answer::Hold,
+        })
+        .await;
+        let mut t = opened(&fake, fast()).await;
+        let messages = ["m0", "m1", "m2", "m3", "m4"];
+        let started = Instant::now();
+        for message in messages {
+            t.feed(Bytes::from_static(message.as_bytes()))
+                .await
+                .expect("queued");
+        }
+        t.flush().await.expect("every message taken in the end");
+        let sent: Vec<Bytes> = fake
+            .requests("/lp/send")
+            .into_iter()
+            .map(|r| r.body)
+            .collect();
+        // The refused one goes again before any later one; each is taken
+        // (answered 204) once.
+        assert_eq!(sent, ["m0", "m1", "m1", "m1", "m1", "m2", "m3", "m4"]);
+        let taken: Vec<&Bytes> = sent
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !(1..=3).contains(index))
+            .map(|(_, body)| body)
+            .collect();
+        assert_eq!(taken, messages);
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "Retry-After: 1 is waited for"
+        );
+
+        // Busy every time: sent again `busy_retries` times, then the sink
+        // fails saying so, and refuses more.
+        let fake = Fake::start(|req, _| match req.path.as_str() {
+            "/lp/handshake" => handshake_ok(),
+            "/lp/send" => status(503, "inbound full"),
+            _ => Answer::Hold,
+        })
+        .await;
+        let mut config = fast();
+        config.busy_retries = 3;
+        let mut t = opened(&fake, config).await;
+        let err = t
+            .send(Bytes::from_static(b"never"))
+            .await
+            .expect_err("busy");
+        match &err {
+            TransportError::LongPoll(LongPollError::Busy {
+                endpoint: "/lp/send",
+                times: 4,
+                retry_after: None,
+                body,
+            }) => assert_eq!(body, "inbound full"),
+            other => panic!("expected Busy, got {other}"),
+        }
+        assert!(
+            err.to_string()
+                .contains("503 (server busy) 4 times in a row"),
+            "{err}"
+        );
+        assert_eq!(fake.requests("/lp/send").len(), 4);
+        assert!(matches!(
+            t.send(Bytes::from_static(b"more")).await,
+            Err(TransportError::LongPoll(LongPollError::Closed))
+        ));
+
+        // A pause asked for over the longest honoured: no retry.
+        let fake = Fake::start(|req, _| match req.path.as_str() {
+            "/lp/handshake" => handshake_ok(),
+            "/lp/send" => Answer::Full(503, vec![("retry-after", "30".to_owned())], Bytes::new()),
+            _ => Answer::Hold,
+        })
+        .await;
+        let mut config = fast();
+        config.max_busy_pause = Duration::from_secs(2);
+        let mut t = opened(&fake, config).await;
+        let err = t
+            .send(Bytes::from_static(b"later"))
+            .await
+            .expect_err("busy");
+        assert!(
+            matches!(
+                err,
+                TransportError::LongPoll(LongPollError::Busy {
+                    times: 1,
+                    retry_after: Some(pause),
+                    ..
+                }) if pause == Duration::from_secs(30)
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("a pause of 30s"), "{err}");
+        assert_eq!(fake.requests("/lp/send").len(), 1);
+    })
+    .await
+    .expect("bounded");
+}
+
+#[tokio::test]
 async fn a_message_over_the_max_is_refused_by_the_sink() {
     timeout(LIMIT, async {
         let fake = Fake::start(|req, _| match req.path.as_str() {

@@ -4,7 +4,7 @@
 //! ```text
 //!   Content-Length over the cap        -> TooLarge (413), nothing read
 //!   each frame:  no frame for `stall`  -> BodyStalled (408)
-//!                past the deadline     -> BodyTooSlow (408; the handshake's)
+//!                past the deadline     -> BodyTooSlow (408; the handshake's, a send's)
 //!                bytes so far > cap    -> TooLarge (413)
 //!                an error (broke off,  -> BodyBrokenOff (400)
 //!                shorter than announced)

@@ -69,6 +69,18 @@ pub struct ClientConfig {
     /// Bound on the disconnect when the sink is closed or the transport
     /// dropped: 2 s.
     pub disconnect_timeout: Duration,
+    /// How many times one `/lp/send` answered `503` (server busy: our
+    /// server's queue from this session stayed full) is sent again before
+    /// the sink fails with [`LongPollError::Busy`]: 8, so at most 9
+    /// attempts. Each goes after the pause the server asks for
+    /// (`Retry-After`, in seconds), else the pause of a failed poll (from
+    /// [`retry_pause`](Self::retry_pause), doubling, up to
+    /// [`max_retry_pause`](Self::max_retry_pause)). 0: a `503` fails the
+    /// sink at once.
+    pub busy_retries: u32,
+    /// The longest `Retry-After` honoured: 10 s. A `503` asking for a
+    /// longer pause fails the sink at once ([`LongPollError::Busy`]).
+    pub max_busy_pause: Duration,
 }
 
 impl Default for ClientConfig {
@@ -80,6 +92,8 @@ impl Default for ClientConfig {
             retry_pause: Duration::from_millis(50),
             max_retry_pause: Duration::from_secs(1),
             disconnect_timeout: Duration::from_secs(2),
+            busy_retries: 8,
+            max_busy_pause: Duration::from_secs(10),
         }
     }
 }
@@ -225,12 +239,19 @@ pub async fn connect_with(
 ///   with the body's first bytes. These errors come from the sink (the
 ///   handshake driver's `send`), and the stream then ends.
 /// - Every later message is one `/lp/send`, in order, one at a time; any
-///   2xx is success. A `410` is [`LongPollError::SessionGone`], another
-///   status [`LongPollError::Status`], a request that may have reached the
-///   server and got no answer the HTTP or I/O error; a request that
-///   certainly did not leave (no connection) is tried again as a poll is.
-///   The error comes from the sink's next call, the messages queued behind
-///   it are dropped, and the sink refuses more
+///   2xx is success. A `503` (the server is busy: our server's queue from
+///   the session stayed full for its send timeout; the message was not
+///   taken) sends the same message again, ahead of every later one, after
+///   the server's `Retry-After` (delta-seconds; a date is not read) or
+///   the pause of a failed poll, at most [`ClientConfig::busy_retries`]
+///   (8) times; beyond that, or for a `Retry-After` over
+///   [`ClientConfig::max_busy_pause`] (10 s), the sink fails with
+///   [`LongPollError::Busy`]. A `410` is [`LongPollError::SessionGone`],
+///   another status [`LongPollError::Status`], a request that may have
+///   reached the server and got no answer the HTTP or I/O error; a request
+///   that certainly did not leave (no connection) is tried again as a poll
+///   is. The error comes from the sink's next call, the messages queued
+///   behind it are dropped, and the sink refuses more
 ///   ([`LongPollError::Closed`]). The stream is not affected.
 /// - **Flush completes when every message queued got its 2xx** (the
 ///   challenge: its `200` or `401`). So `send` returns once the server has
@@ -250,6 +271,7 @@ pub async fn connect_with(
 /// | one request, answer included | [`ClientConfig::request_timeout`] (45 s, above the server's 30 s hold) |
 /// | a TCP connection | [`ClientConfig::connect_timeout`] (10 s) |
 /// | failed polls in a row | [`ClientConfig::max_failures`] (5), pauses 50 ms doubling to 1 s |
+/// | one `/lp/send` sent again after a `503` | [`ClientConfig::busy_retries`] (8) times, pauses `Retry-After` (at most [`ClientConfig::max_busy_pause`], 10 s) or 50 ms doubling to 1 s |
 /// | the disconnect | [`ClientConfig::disconnect_timeout`] (2 s) |
 /// | an idle session's heap | about 62 KB, measured (`tests/longpoll_client_idle_memory.rs`): mostly hyper's 8 KiB write and read buffers on each of the two connections |
 ///

@@ -23,6 +23,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration =
 /// | `idle_timeout` | 90 s | the session ends ([`Expired`](super::LongPollError::Expired)); a request in progress keeps it | `longpoll_server.rs`: `an_idle_session_expires_and_its_stream_says_so_after_what_was_queued`, `a_held_recv_keeps_a_session_alive_past_the_idle_timeout`; `longpoll_interop_server.rs`: `a_client_that_stops_polling_expires_on_our_side` |
 /// | `header_read_timeout` | 10 s | the HTTP connection is closed | `longpoll_bad_input.rs`: `headers_that_trickle_in_are_cut_off` |
 /// | `body_stall_timeout` | 30 s | `408`, the HTTP connection is closed | `longpoll_bad_input.rs`: `a_chunked_body_that_never_ends_is_cut_off_with_408` |
+/// | `send_body_timeout` | 60 s | `408`, the HTTP connection is closed (an `/lp/send` body that keeps coming, too slowly) | `longpoll_bad_input.rs`: `a_send_body_that_trickles_past_the_send_body_timeout_is_408` |
+/// | `write_timeout` | 30 s | the HTTP connection is dropped (a client that stopped reading its answer) | `longpoll_bad_input.rs`: `a_client_that_stops_reading_its_answer_is_dropped_after_the_write_timeout` |
 /// | `send_timeout` | 10 s | `/lp/send` answers `503` | `longpoll_server.rs`: `a_full_inbound_queue_holds_a_send_until_there_is_room_or_the_send_timeout` |
 /// | `inbound_messages`, `inbound_bytes` | 128, 8 MiB | `/lp/send` is held (then `send_timeout`) | the same |
 /// | `outbound_messages`, `outbound_bytes` | 1,024, 64 MiB | the sink refuses ([`Backpressure`](super::LongPollError::Backpressure)), the session ends | `longpoll_server.rs`: `a_client_that_never_polls_pins_at_most_the_outbound_bound` |
@@ -76,6 +78,23 @@ pub struct ServerConfig {
     /// The longest pause inside a request body (30 s): a body that stops
     /// coming is answered `408` and its connection closed.
     pub body_stall_timeout: Duration,
+    /// Bound on a whole `/lp/send` body, from the end of its head (60 s):
+    /// a body that keeps coming, but too slowly to finish (a byte every
+    /// 29 s meets the stall timeout for ever), is answered `408` and its
+    /// connection closed. 60 s is above our client's request timeout (45
+    /// s, after which it has given up anyway) and takes 50 MiB at 1 MB/s;
+    /// raise it for larger messages over slower links.
+    pub send_body_timeout: Duration,
+    /// Bound on draining an answer (30 s): from the first write the
+    /// connection cannot take (the client stopped reading, and the socket's
+    /// buffers are full) until everything hyper holds for it is written.
+    /// Past it the connection is dropped, as if the client had gone: its
+    /// session stays until the idle timeout, and with acknowledgements the
+    /// message in the lost answer is answered again on the next
+    /// `/lp/recv`. An answer the socket takes at once arms nothing. Raise
+    /// it for messages of many MiB over slow links (50 MiB at 1 MB/s takes
+    /// 50 s).
+    pub write_timeout: Duration,
     /// How long an `/lp/send` waits for room in a full inbound queue before
     /// it is answered `503` (10 s).
     pub send_timeout: Duration,
@@ -105,6 +124,8 @@ impl Default for ServerConfig {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             header_read_timeout: Duration::from_secs(10),
             body_stall_timeout: Duration::from_secs(30),
+            send_body_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(10),
             max_sessions: 10_000,
             accept_queue: 64,

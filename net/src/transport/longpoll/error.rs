@@ -31,6 +31,23 @@ pub enum LongPollError {
     /// server is not a long-poll server, or not a compatible one.
     #[error("the handshake was answered 200 without a valid x-session-id header: is this a Subduction long-poll server (its /lp/handshake)?")]
     MissingSessionId,
+    /// The server answered `503` (busy) to one request, sent again
+    /// [`ClientConfig::busy_retries`](super::ClientConfig::busy_retries)
+    /// times, every time; or it asked for a pause (`Retry-After`) longer
+    /// than [`ClientConfig::max_busy_pause`](super::ClientConfig::max_busy_pause):
+    /// the message was not taken.
+    #[error("POST {endpoint} answered 503 (server busy) {times} time{} in a row{}{}{body}: the server takes no more messages of this session now; send later, or connect again", if *.times == 1 { "" } else { "s" }, busy_pause(*.retry_after), if .body.is_empty() { "" } else { "; it said: " })]
+    Busy {
+        /// The endpoint's path.
+        endpoint: &'static str,
+        /// The `503` answers to it in a row.
+        times: u32,
+        /// The pause the last one asked for (`Retry-After`), when it was
+        /// longer than the client waits.
+        retry_after: Option<Duration>,
+        /// The start of the last answer's body, as text.
+        body: String,
+    },
     /// The server no longer knows the session (`410`): it closed it, or it
     /// expired. Open a new connection.
     #[error("the server no longer knows this long-poll session (410): it was closed or expired; connect again")]
@@ -72,8 +89,24 @@ pub enum LongPollError {
         /// The header's value (its first 32 bytes).
         value: String,
     },
+    /// A client of the server did not take the rest of an answer within
+    /// the write timeout (it stopped reading; the socket's buffers are
+    /// full): the server dropped the connection
+    /// ([`ServerConfig::write_timeout`](super::ServerConfig::write_timeout)).
+    #[error("the client did not take the rest of an answer within {after:?} (it stopped reading): the connection was dropped (raise ServerConfig::write_timeout for clients on slow links)")]
+    WriteTimeout {
+        /// The write timeout.
+        after: Duration,
+    },
     /// The HTTP exchange failed (connection refused or reset, a malformed
     /// response, a body that broke off).
     #[error("HTTP: {0}")]
     Http(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The part of [`LongPollError::Busy`]'s text on a pause not waited for.
+fn busy_pause(retry_after: Option<Duration>) -> String {
+    retry_after.map_or_else(String::new, |pause| {
+        format!(", the last asking for a pause of {pause:?}, over ClientConfig::max_busy_pause")
+    })
 }

@@ -67,6 +67,7 @@ mod registry;
 mod server;
 mod session;
 mod session_id;
+mod write_deadline;
 
 pub use client::{
     connect, connect_with, ClientConfig, LongPollTransport, RECV_QUEUE_BYTES, RECV_QUEUE_MESSAGES,

@@ -71,11 +71,12 @@ pub(super) enum Refusal {
         /// Bytes received.
         have: usize,
     },
-    /// 408: before authentication, a body must arrive whole within the
-    /// handshake timeout.
+    /// 408: a body must arrive whole within a deadline: the handshake
+    /// timeout before authentication, the send body timeout for
+    /// `/lp/send`.
     #[error("the request body did not arrive within {after:?} ({have} bytes came): send it whole, at once")]
     BodyTooSlow {
-        /// The handshake timeout.
+        /// The handshake timeout, or the send body timeout.
         after: Duration,
         /// Bytes received.
         have: usize,

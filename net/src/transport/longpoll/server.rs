@@ -25,6 +25,7 @@ use super::refusal::Refusal;
 use super::registry::Registry;
 use super::session::{Closed, Collected, LongPollSession, Shared};
 use super::session_id::SessionId;
+use super::write_deadline::{DrainTimeout, WriteDeadline};
 use super::{path, ACK_HEADER, MAX_HANDSHAKE_BODY, SEQUENCE_HEADER, SESSION_ID_HEADER};
 
 /// The largest request head hyper reads (its read buffer's bound): 16 KiB.
@@ -56,7 +57,7 @@ type Answer = Response<Full<Bytes>>;
 /// | Request | Answers |
 /// |---|---|
 /// | `POST /lp/handshake` | `200` + `x-session-id` + the response; `401` + the rejection (`application/octet-stream`), or `401` + text when the server side closed without answering; `413` over 256 bytes; `400` a body that broke off; `408` a body that stalled; `503` sessions full, handshakes queued full, no answer within the handshake timeout; `500` the server side answered with something other than a handshake reply |
-/// | `POST /lp/send` | `204`; `400` no or bad `x-session-id`, a body that broke off; `410` unknown, expired or closed session; `413` over the session's maximum message length; `408` a body that stalled; `503` the inbound queue stayed full for the send timeout |
+/// | `POST /lp/send` | `204`; `400` no or bad `x-session-id`, a body that broke off; `410` unknown, expired or closed session; `413` over the session's maximum message length; `408` a body that stalled, or did not arrive whole within the send body timeout; `503` the inbound queue stayed full for the send timeout |
 /// | `POST /lp/recv` | `200` + one message + `x-bijou-seq`; `204` nothing within the poll timeout; `400` no or bad `x-session-id` or `x-bijou-ack`, an acknowledgement beyond what was sent; `409` another `/lp/recv` of the session is waiting; `410` unknown, expired, or closed and collected |
 /// | `POST /lp/disconnect` | `204` (also for an unknown id); `400` no or bad `x-session-id` |
 /// | anything else | `404`; `405` + `allow: POST` for another method on a long-poll path |
@@ -66,9 +67,12 @@ type Answer = Response<Full<Bytes>>;
 /// (a head that trickles in, or an idle keep-alive connection, is cut
 /// off) and 16 KiB; bodies by their endpoint's cap (checked against
 /// `Content-Length` before anything is read, then against the bytes as
-/// they arrive; nothing is reserved from `Content-Length`) and the body
-/// stall timeout. Requests naming an unknown session are answered before
-/// their body is read.
+/// they arrive; nothing is reserved from `Content-Length`), the body
+/// stall timeout, and as a whole by the handshake timeout
+/// (`/lp/handshake`) or the send body timeout (`/lp/send`). Requests
+/// naming an unknown session are answered before their body is read.
+/// Answers are bounded by the write timeout: one the client stops taking
+/// (its socket's buffers full) for that long drops its connection.
 ///
 /// The bounds (sessions, queues, timeouts) are [`ServerConfig`]'s; what a
 /// session holds is in [`LongPollSession`]'s docs.
@@ -168,6 +172,9 @@ impl LongPollServer {
     /// [`LongPollError::Http`]: the connection failed or broke the
     /// protocol (a head over 16 KiB or one that did not come within the
     /// header read timeout included).
+    /// [`LongPollError::WriteTimeout`]: the client stopped reading an
+    /// answer, which did not drain within
+    /// [`ServerConfig::write_timeout`]; the connection was dropped.
     ///
     /// # Cancel safety
     ///
@@ -179,6 +186,7 @@ impl LongPollServer {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let io = WriteDeadline::new(io, self.inner.config.write_timeout);
         let mut builder = http1::Builder::new();
         builder
             .timer(TokioTimer::new())
@@ -192,7 +200,10 @@ impl LongPollServer {
         builder
             .serve_connection(TokioIo::new(io), service)
             .await
-            .map_err(|e| LongPollError::Http(Box::new(e)))
+            .map_err(|e| match DrainTimeout::find(&e) {
+                Some(DrainTimeout { after }) => LongPollError::WriteTimeout { after },
+                None => LongPollError::Http(Box::new(e)),
+            })
     }
 
     /// Routes a request and turns a refusal into its answer.
@@ -312,7 +323,10 @@ impl LongPollServer {
             request.into_body(),
             session.max_message_length(),
             config.body_stall_timeout,
-            None,
+            Some(Deadline {
+                at: Instant::now() + config.send_body_timeout,
+                after: config.send_body_timeout,
+            }),
         )
         .await?;
         match session

@@ -279,19 +279,30 @@ pub(super) async fn status_error(
 }
 
 pub(super) fn status_from_text(endpoint: Endpoint, status: u16, text: &[u8]) -> TransportError {
-    let text = text.get(..STATUS_TEXT.min(text.len())).unwrap_or_default();
     TransportError::LongPoll(LongPollError::Status {
         endpoint: endpoint.path(),
         status,
-        // The server's words, for a log or a terminal: control characters
-        // (escape sequences, line breaks) become spaces.
-        body: String::from_utf8_lossy(text)
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect::<String>()
-            .trim()
-            .to_owned(),
+        body: readable(text),
     })
+}
+
+/// The first bytes of `response`'s body (read whole if it is short, so
+/// the connection can carry the next request), as [`readable`] text.
+pub(super) async fn answer_text(response: Response<Incoming>, deadline: Instant) -> String {
+    let (text, _) = read_prefix(response, STATUS_TEXT, deadline).await;
+    readable(&text)
+}
+
+/// The server's words, for a log or a terminal: at most [`STATUS_TEXT`]
+/// bytes, control characters (escape sequences, line breaks) made spaces.
+fn readable(text: &[u8]) -> String {
+    let text = text.get(..STATUS_TEXT.min(text.len())).unwrap_or_default();
+    String::from_utf8_lossy(text)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_owned()
 }
 
 pub(super) fn http_error(err: hyper::Error) -> TransportError {

@@ -3,11 +3,13 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bijou_codec::Wire;
 use bijou_proto::longpoll_seq::{Accepted, Inbox};
 use bijou_proto::message::Rejection;
 use bytes::Bytes;
+use hyper::header::RETRY_AFTER;
 use hyper::StatusCode;
 use tokio::time::Instant;
 
@@ -210,18 +212,51 @@ async fn send(
         body: Some(message),
         ..Fields::default()
     };
-    let (response, deadline) = post_until_sent(conn, base, config, endpoint, &fields).await?;
-    let status = response.status();
-    if status.is_success() {
-        // Read what there is (nothing, from a 204) so the connection can
-        // carry the next request.
-        let _ = http::read_prefix(response, 0, deadline).await;
-        Ok(())
-    } else if status == StatusCode::GONE {
-        Err(TransportError::LongPoll(LongPollError::SessionGone))
-    } else {
-        Err(http::status_error(endpoint, response, deadline).await)
+    let mut busy = 0u32;
+    loop {
+        let (response, deadline) = post_until_sent(conn, base, config, endpoint, &fields).await?;
+        let status = response.status();
+        if status.is_success() {
+            // Read what there is (nothing, from a 204) so the connection
+            // can carry the next request.
+            let _ = http::read_prefix(response, 0, deadline).await;
+            return Ok(());
+        }
+        if status == StatusCode::GONE {
+            return Err(TransportError::LongPoll(LongPollError::SessionGone));
+        }
+        if status != StatusCode::SERVICE_UNAVAILABLE {
+            return Err(http::status_error(endpoint, response, deadline).await);
+        }
+        // 503: the server is busy and did not take the message (ours
+        // queues one whole or not at all), so sending it again cannot
+        // deliver it twice; it stays at the front of the queue, so nothing
+        // overtakes it.
+        busy = busy.saturating_add(1);
+        let asked = retry_after(response.headers());
+        let too_long = asked.filter(|pause| *pause > config.max_busy_pause);
+        let body = http::answer_text(response, deadline).await;
+        if busy > config.busy_retries || too_long.is_some() {
+            return Err(TransportError::LongPoll(LongPollError::Busy {
+                endpoint: endpoint.path(),
+                times: busy,
+                retry_after: too_long,
+                body,
+            }));
+        }
+        tokio::time::sleep(asked.unwrap_or_else(|| config.pause(busy))).await;
     }
+}
+
+/// A `Retry-After` in delta-seconds (digits; too many for a u64 is as
+/// long as can be); `None` without one, or for an HTTP date, which is not
+/// read (the pause of a failed poll is taken instead).
+fn retry_after(headers: &hyper::HeaderMap) -> Option<Duration> {
+    let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(text.parse().map_or(Duration::MAX, Duration::from_secs))
 }
 
 /// Posts to `endpoint` until the request is sent: a request that
@@ -438,6 +473,22 @@ fn parse_seq(value: &[u8]) -> Result<u64, TransportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_a_date_or_garbage_is_no_pause() {
+        let read = |value: &'static str| {
+            let mut headers = hyper::HeaderMap::new();
+            headers.insert(RETRY_AFTER, hyper::header::HeaderValue::from_static(value));
+            retry_after(&headers)
+        };
+        assert_eq!(read("0"), Some(Duration::ZERO));
+        assert_eq!(read(" 3 "), Some(Duration::from_secs(3)));
+        assert_eq!(read("99999999999999999999999"), Some(Duration::MAX));
+        for ignored in ["", "Wed, 21 Oct 2015 07:28:00 GMT", "-1", "1.5", "soon"] {
+            assert_eq!(read(ignored), None, "{ignored:?}");
+        }
+        assert_eq!(retry_after(&hyper::HeaderMap::new()), None);
+    }
 
     #[test]
     fn sequence_headers_are_decimal_u64s_and_anything_else_is_malformed() {
