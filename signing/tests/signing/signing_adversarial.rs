@@ -8,15 +8,13 @@
 //! that do not match their meta. Each strictness check has a test here
 //! (or in `signing/tests/crafted.rs`) that fails if the check is removed.
 
-mod signing_support;
-
+use crate::signing_support::*;
 use bijou_codec::{ReadError, Reader, Wire};
 use bijou_signing::{
     batch::verify_batch, ed25519_dalek::Signer as _, strict, Blob, BlobMismatch, Payload, Signed,
     SignedDecodeError, VerifyError,
 };
 use proptest::prelude::*;
-use signing_support::*;
 
 /// Layout of `commit(2)` sealed: 4 + 1 + 32 + 130 + 64.
 const ISSUER_AT: usize = 5;

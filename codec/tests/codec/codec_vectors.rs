@@ -20,7 +20,7 @@ fn hex(text: &str) -> Vec<u8> {
 }
 
 fn vectors() -> Vec<Vector> {
-    include_str!("data/bijou64_vectors.txt")
+    include_str!("../data/bijou64_vectors.txt")
         .lines()
         .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
         .map(|line| {

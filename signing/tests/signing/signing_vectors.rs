@@ -3,15 +3,13 @@
 //! RFC 8032's test vectors through our `Identity`, determinism, zero-copy
 //! decoding, and the accessors of `Signed`/`Verified`.
 
-mod signing_support;
-
+use crate::signing_support::*;
 use bijou_codec::Wire;
 use bijou_signing::{
     ed25519_dalek::{self, Signature, Signer as _, SigningKey, VerifyingKey},
     strict, Blob, BlobMismatch, Digest, Identity, Payload, PeerId, Signed, Verified,
 };
 use bytes::Bytes;
-use signing_support::*;
 
 fn unhex(hex: &str) -> Vec<u8> {
     (0..hex.len() / 2)

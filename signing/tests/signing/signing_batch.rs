@@ -4,8 +4,7 @@
 //! whose equation holds while a strictness rule fails are in
 //! `signing/tests/crafted.rs`.)
 
-mod signing_support;
-
+use crate::signing_support::*;
 use bijou_codec::Wire;
 use bijou_signing::{
     batch::{verify_batch, verify_batch_all_or_none, verify_items, Item},
@@ -13,7 +12,6 @@ use bijou_signing::{
     strict, Signed, Verified, VerifyError,
 };
 use proptest::prelude::*;
-use signing_support::*;
 
 /// Asserts the batch agrees with single verification item by item, and
 /// returns how many verified.
