@@ -1955,7 +1955,7 @@ fn failure_report(seed: u64, failure: &str, place: &str, journal: &Journal) -> S
     format!(
         "simulation seed {seed} failed: {failure}\n\
          replay it exactly with\n  \
-         SIM_SEED={seed} cargo test -p bijou-proto --test simulation -- --nocapture\n\
+         SIM_SEED={seed} cargo test -p bijou-proto --test proto simulation:: -- --nocapture\n\
          {place}\n\
          the journal's last {} of {total} choices:\n{}",
         total.min(JOURNAL_TAIL),
@@ -2130,7 +2130,7 @@ fn a_failure_report_names_the_replay_command_and_the_journal_tail() {
     journal.below("the last choice", 3, 100, 100 * MS);
     let report = failure_report(42, "the invariant", "at the place", &journal);
     assert!(report.starts_with("simulation seed 42 failed: the invariant\n"));
-    assert!(report.contains("SIM_SEED=42 cargo test -p bijou-proto --test simulation"));
+    assert!(report.contains("SIM_SEED=42 cargo test -p bijou-proto --test proto simulation::"));
     assert!(report.contains("\nat the place\n"));
     assert!(report.contains(&format!("last {JOURNAL_TAIL} of 101 choices")));
     assert!(report.contains("#100 step 100 at 100.000 ms: the last choice = "));

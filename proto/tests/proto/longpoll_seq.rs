@@ -569,7 +569,7 @@ fn run_reporting(seed: u64) -> Stats {
         Err(panic) => {
             eprintln!(
                 "long-poll sequence seed {seed} failed; replay it with \
-                 LONGPOLL_SEQ_SEED={seed} cargo test -p bijou-proto --test longpoll_seq"
+                 LONGPOLL_SEQ_SEED={seed} cargo test -p bijou-proto --test proto longpoll_seq::"
             );
             std::panic::resume_unwind(panic)
         }
