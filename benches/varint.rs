@@ -230,7 +230,7 @@ fn bench_decode(c: &mut Criterion, name: &str, values: &[u64], canonical: bool) 
         })
     });
     // unsigned-varint rejects overlong forms itself (but accepts the
-    // 10th-byte overflow pitfall; see codec/tests/codec_leb128.rs).
+    // 10th-byte overflow pitfall; see codec/tests/codec/codec_leb128.rs).
     group.bench_function("unsigned-varint", |b| {
         b.iter(|| {
             let mut rest = black_box(&leb[..]);

@@ -1,6 +1,6 @@
 //! The fuzz oracles (the `fuzz` feature): one check per cargo-fuzz target,
-//! shared by the CI-scale mutation fuzz (`net/tests/mutation_fuzz.rs`), the
-//! regression replay (`net/tests/regressions.rs`) and the cargo-fuzz
+//! shared by the CI-scale mutation fuzz (`net/tests/net/mutation_fuzz.rs`), the
+//! regression replay (`net/tests/net/regressions.rs`) and the cargo-fuzz
 //! targets (`fuzz/fuzz_targets/`). It uses nothing but the library crates,
 //! `bytes` and `tokio-util`: the fuzz targets build no proptest and no
 //! tokio networking for it.

@@ -1,6 +1,6 @@
 //! The structure-aware mutation fuzz (the `fuzz` feature): what the
-//! CI-scale mutation fuzz (`net/tests/mutation_fuzz.rs`) and the regression
-//! replay (`net/tests/regressions.rs`) build their inputs with. The oracles
+//! CI-scale mutation fuzz (`net/tests/net/mutation_fuzz.rs`) and the regression
+//! replay (`net/tests/net/regressions.rs`) build their inputs with. The oracles
 //! that judge the inputs are in [`checks`](crate::checks).
 //!
 //! - [`Rng`]: a small deterministic generator (SplitMix64), so a run is

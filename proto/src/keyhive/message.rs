@@ -166,7 +166,7 @@ const KINDS: [&str; 7] = [
 /// and the 64-byte signature. So any event holds at least those 108 bytes
 /// whatever its payload, and keyhive's `bincode::deserialize` refuses
 /// anything shorter (tested against keyhive in
-/// `proto/tests/keyhive_oracle.rs`). The smallest real one, a
+/// `proto/tests/proto/keyhive_oracle.rs`). The smallest real one, a
 /// `PrekeysExpanded`, is 140 bytes.
 pub const MIN_EVENT_LEN: usize = 4 + 8 + 32 + 64;
 

@@ -46,7 +46,7 @@
 //! honest exchange never jumps, whatever is lost, repeated or late: a jump
 //! means a message was lost for good (or a number rewritten), and taking
 //! it as the new acknowledgement would make every later message look like
-//! a repeat and vanish. `proto/tests/longpoll_seq.rs` runs both machines
+//! a repeat and vanish. `proto/tests/proto/longpoll_seq.rs` runs both machines
 //! under seeded schedules of pushes, polls, lost, copied and late answers
 //! and polls, and checks exactly that.
 //!

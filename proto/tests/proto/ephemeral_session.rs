@@ -1,6 +1,6 @@
 //! The ephemeral session with no runtime and no connection: floods from
 //! fresh keys against the deduplication window, and the documented bounds.
-//! (The same checks on a live connection: `net/tests/ephemeral_session.rs`.)
+//! (The same checks on a live connection: `net/tests/net/ephemeral_session.rs`.)
 
 use std::time::Duration;
 

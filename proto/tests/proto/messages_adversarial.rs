@@ -748,5 +748,5 @@ fn a_signed_item_whose_blob_is_not_its_own_still_decodes_but_does_not_verify() {
 
 // Structure-aware mutation fuzzing (valid messages of every kind, mutated
 // with knowledge of their layouts, 208,000 inputs per run) lives in
-// `net/tests/mutation_fuzz.rs`, with its support in the test-support
+// `net/tests/net/mutation_fuzz.rs`, with its support in the test-support
 // crate (`bijou_test_support::fuzz` and `checks`).

@@ -6,7 +6,7 @@
 //! `R` and `S`, schema/discriminant mix-ups and a tag swap between two
 //! types sharing a schema, trailing bytes, lax field decoders, and blobs
 //! that do not match their meta. Each strictness check has a test here
-//! (or in `signing/tests/crafted.rs`) that fails if the check is removed.
+//! (or in `signing/tests/signing/crafted.rs`) that fails if the check is removed.
 
 use crate::signing_support::*;
 use bijou_codec::{ReadError, Reader, Wire};

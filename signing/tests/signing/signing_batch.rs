@@ -2,7 +2,7 @@
 //! forged items are found exactly, good items next to them still verify,
 //! and each rejection carries the same typed error. (Crafted signatures
 //! whose equation holds while a strictness rule fails are in
-//! `signing/tests/crafted.rs`.)
+//! `signing/tests/signing/crafted.rs`.)
 
 use crate::signing_support::*;
 use bijou_codec::Wire;

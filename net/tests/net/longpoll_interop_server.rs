@@ -18,8 +18,7 @@
 //!
 //! The Subduction crates are oracles here, never the implementation.
 
-#[path = "support/lp_http.rs"]
-mod lp_http;
+use crate::lp_http;
 
 use std::net::SocketAddr;
 use std::time::Duration;

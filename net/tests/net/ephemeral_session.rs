@@ -3,7 +3,7 @@
 //! never reads the session's answers is no longer read. The rules behind
 //! them (cheap checks before verification, nonces recorded only after it,
 //! subscriptions and the topic cap) are tested without a runtime in
-//! `proto/tests/ephemeral_rules.rs`.
+//! `proto/tests/proto/ephemeral_rules.rs`.
 
 use std::time::Duration;
 

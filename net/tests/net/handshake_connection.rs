@@ -5,7 +5,7 @@
 //! report-and-continue handling of bad signed items. The rules themselves
 //! (every responder and initiator check, the drift bound, replays, a full
 //! replay cache, the order of the checks) are tested without a runtime in
-//! `proto/tests/handshake_sans_io.rs`.
+//! `proto/tests/proto/handshake_sans_io.rs`.
 
 use bijou_net::handshake::ConnectError;
 use bijou_proto::session::SendRefused;

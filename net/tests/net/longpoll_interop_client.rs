@@ -34,10 +34,7 @@ use bijou_signing::{ed25519_dalek::SigningKey, Blob, Identity, Signed};
 use futures::StreamExt;
 use tokio::time::timeout;
 
-mod longpoll_support {
-    pub mod their_server;
-}
-use longpoll_support::their_server::{start_their_server, Seen, TheirServer, SERVICE};
+use crate::their_server::{start_their_server, Seen, TheirServer, SERVICE};
 
 /// Bound on each test.
 const LIMIT: Duration = Duration::from_secs(60);

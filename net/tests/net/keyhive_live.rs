@@ -5,7 +5,7 @@
 //! ```sh
 //! subduction_cli server --socket 127.0.0.1:PORT --ephemeral-key --data-dir DIR --service-name NAME
 //! BIJOU_KEYHIVE_SERVER=ws://127.0.0.1:PORT BIJOU_KEYHIVE_SERVICE=NAME \
-//!   cargo test -p bijou-net --features websocket --test keyhive_live -- --ignored --nocapture
+//!   cargo test -p bijou-net --features websocket --test net keyhive_live:: -- --ignored --nocapture
 //! ```
 //!
 //! It pushes one commit before registering (expecting silence and a probe

@@ -8,8 +8,7 @@
 //! Malformed requests over real TCP are `longpoll_bad_input.rs`; their
 //! client against this server is `longpoll_interop_server.rs`.
 
-#[path = "support/lp_http.rs"]
-mod lp_http;
+use crate::lp_http;
 
 use std::future::Future;
 use std::time::Duration;
