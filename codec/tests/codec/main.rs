@@ -1,6 +1,6 @@
 //! The integration tests of codec, one binary (one link) for all of them:
 //! each module is what was a test binary of its own. Run one module with
-//! `cargo test -p <package> --test codec <module>::`.
+//! `cargo test -p bijou-codec --test codec <module>::`.
 
 mod codec_differential;
 mod codec_leb128;

@@ -1,6 +1,6 @@
 //! The integration tests of framing, one binary (one link) for all of them:
 //! each module is what was a test binary of its own. Run one module with
-//! `cargo test -p <package> --test framing <module>::`.
+//! `cargo test -p bijou-framing --test framing <module>::`.
 
 mod framing_errors;
 mod framing_io;

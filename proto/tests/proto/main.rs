@@ -1,6 +1,6 @@
 //! The integration tests of proto, one binary (one link) for all of them:
 //! each module is what was a test binary of its own. Run one module with
-//! `cargo test -p <package> --test proto <module>::`.
+//! `cargo test -p bijou-proto --test proto <module>::`.
 
 mod ephemeral_adversarial;
 mod ephemeral_differential;

@@ -42,8 +42,7 @@ use subduction_websocket::tokio::{TimeoutTokio, TokioSpawn};
 const SERVICE: &str = "bijou.iroh.interop";
 /// Their server's maximum clock drift (60 s as in their own tests).
 const THEIR_DRIFT: Duration = Duration::from_secs(60);
-mod iroh_support;
-use iroh_support::{endpoint, key, LIMIT, REPLY};
+use crate::iroh_support::{endpoint, key, LIMIT, REPLY};
 
 /// Starts their server: a Subduction node behind `subduction_iroh`'s
 /// accept loop on a direct loopback endpoint. Returns the endpoint (keep

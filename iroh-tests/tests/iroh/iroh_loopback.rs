@@ -29,8 +29,7 @@ use iroh::endpoint::{ConnectionError, QuicTransportConfig};
 use iroh::Endpoint;
 use tokio::time::timeout;
 
-mod iroh_support;
-use iroh_support::{accept_soon, endpoint, key, loopback, RawPeer, LIMIT, REPLY};
+use crate::iroh_support::{accept_soon, endpoint, key, loopback, RawPeer, LIMIT, REPLY};
 
 type Conn = Connection<IrohTransport>;
 
