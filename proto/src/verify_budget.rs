@@ -147,13 +147,14 @@ impl Bucket {
     /// (a wait rounded down, or of zero, had a driver poll again at once
     /// and be told to wait again, for the same instant).
     fn wait_for(&self, missing: f64) -> Duration {
-        let nanos = (missing / f64::from(self.budget.per_second) * 1e9).ceil();
-        // (Never out of range for a bucket made here; a restored one is
-        // checked too, and a wait too long to say is forever. `as`
-        // saturates.)
+        let nanos = missing / f64::from(self.budget.per_second) * 1e9;
+        // Truncated, then one more: never short of the exact instant, and
+        // at least 1 ns (`ceil` is not in core). Never out of range for a
+        // bucket made here; a restored one is checked too, and a wait too
+        // long to say is forever (`as` saturates).
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let nanos = nanos as u64;
-        Duration::from_nanos(nanos.max(1))
+        Duration::from_nanos(nanos.saturating_add(1))
     }
 
     fn refill(&mut self, now: Timestamp) {
@@ -216,7 +217,12 @@ mod tests {
         let t10 = Timestamp::from_secs(10);
         assert_eq!(bucket.try_spend(10, t10), Ok(()));
         let due = bucket.try_spend(10, t10).expect_err("spent");
-        assert_eq!(due, t10.saturating_add(Duration::from_millis(100)));
+        // 100 ms, rounded up by a nanosecond or two of floating point.
+        let exact = t10.saturating_add(Duration::from_millis(100));
+        assert!(
+            due > exact && due <= exact.saturating_add(Duration::from_nanos(2)),
+            "{due:?}"
+        );
         // Read 5 s earlier: still the same deadline, nothing refilled.
         assert_eq!(bucket.try_spend(10, Timestamp::from_secs(5)), Err(due));
         // And at the deadline, exactly the burst again.
