@@ -247,8 +247,9 @@ mod tests {
                 change(&state, -1);
             }
         };
-        let cap = Arc::new(Cap::silent(2));
-        let server = tokio::spawn(async move { serve_each(&cap, accept, serve).await });
+        let cap = Arc::new(Cap::new(2, "--max-connections"));
+        let at_cap = Arc::clone(&cap);
+        let server = tokio::spawn(async move { serve_each(&at_cap, accept, serve).await });
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(
             accepted.load(Ordering::SeqCst),
@@ -260,6 +261,12 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 3, "one ended, one more");
         let (now, most) = *serving.lock().unwrap_or_else(|e| e.into_inner());
         assert_eq!((now, most), (2, 2));
+        // The loop told the cap it was reached: a connection whose client
+        // goes away now is put down to it.
+        assert!(matches!(
+            cap.gave_up_at(cap.now()),
+            crate::cap::GaveUp::AtCap(_)
+        ));
         server.abort();
     }
 

@@ -94,9 +94,11 @@ pub struct Args {
     /// The server's key file (default: a new key for this run).
     #[arg(long, value_name = "KEY")]
     pub key: Option<PathBuf>,
-    /// Connections served at once; more wait in the kernel's backlog. The
-    /// process raises its file-descriptor limit to fit them, or says how
-    /// many it needs.
+    /// Connections served at once; more wait in the kernel's backlog,
+    /// unanswered. Reaching it is said (at most once every 10 s), and the
+    /// connections whose clients gave up waiting are summed in one line
+    /// every 10 s. The process raises its file-descriptor limit to fit
+    /// them, or says how many it needs.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub max_connections: u64,
     /// Seconds a connection may go without a whole message before it is
