@@ -7,7 +7,8 @@
 //! the next try: 5 ms at first, doubling up to 1 s, and back to 5 ms after
 //! the next success (the pauses Go's `net/http` server takes). At the cap
 //! the loop stops accepting: new connections wait in the kernel's backlog
-//! until a served one ends.
+//! until a served one ends, and the [`Cap`] says so (at most once every
+//! [`Cap::SAY_EVERY`]).
 
 use std::future::Future;
 use std::io;
@@ -19,13 +20,15 @@ use bijou_frame::net::transport::longpoll::{LongPollServer, LongPollSession, Ser
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
+use crate::cap::Cap;
+
 /// Serves HTTP long-poll on `listener` until the task is dropped: its TCP
-/// connections carry HTTP requests (at most `cap` at once), and each
-/// session they open is served with `serve` in a task of its own, at most
-/// `cap` at once.
+/// connections carry HTTP requests (at most `cap`'s limit at once), and
+/// each session they open is served with `serve` in a task of its own, at
+/// most `cap`'s limit at once.
 pub async fn serve_longpoll<Serving>(
     listener: &TcpListener,
-    cap: usize,
+    cap: &Cap,
     serve: impl Fn(LongPollSession) -> Serving,
 ) where
     Serving: Future<Output = ()> + Send + 'static,
@@ -49,11 +52,11 @@ pub async fn serve_longpoll<Serving>(
 }
 
 /// Accepts connections on `listener` until the task is dropped, serving
-/// each with `serve` in a task of its own, at most `cap` at once (see
-/// [`serve_each`]).
+/// each with `serve` in a task of its own, at most `cap`'s limit at once
+/// (see [`serve_each`]).
 pub async fn serve_tcp<Serving>(
     listener: &TcpListener,
-    cap: usize,
+    cap: &Cap,
     serve: impl Fn((TcpStream, SocketAddr)) -> Serving,
 ) where
     Serving: Future<Output = ()> + Send + 'static,
@@ -67,23 +70,34 @@ pub async fn serve_tcp<Serving>(
 }
 
 /// Takes connections from `accept` until it returns `None` (the listener
-/// closed), serving each with `serve` in a task of its own, at most `cap`
-/// (at least 1) at once. A failed accept is retried after a [`Backoff`]
-/// pause.
+/// closed), serving each with `serve` in a task of its own, at most
+/// `cap`'s limit at once; finding every slot taken, it tells `cap` (which
+/// may have a line to say on standard output). A failed accept is retried
+/// after a [`Backoff`] pause.
 pub async fn serve_each<Conn, Accepting, Serving>(
-    cap: usize,
+    cap: &Cap,
     mut accept: impl FnMut() -> Accepting,
     serve: impl Fn(Conn) -> Serving,
 ) where
     Accepting: Future<Output = Option<io::Result<Conn>>>,
     Serving: Future<Output = ()> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(cap.max(1)));
+    let slots = Arc::new(Semaphore::new(cap.limit()));
     let mut backoff = Backoff::default();
     loop {
-        // Never closed, so never an error.
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            return;
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if let Some(line) = cap.full_at(cap.now()) {
+                    say_line(&line);
+                }
+                // Never closed, so never an error.
+                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+                    return;
+                };
+                cap.freed_at(cap.now());
+                slot
+            }
         };
         let Some(conn) = next_connection(&mut accept, &mut backoff).await else {
             return;
@@ -94,6 +108,12 @@ pub async fn serve_each<Conn, Accepting, Serving>(
         let served = futures::FutureExt::map(serve(conn), move |()| drop(slot));
         tokio::spawn(served);
     }
+}
+
+/// One line on standard output, where the servers log.
+fn say_line(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 /// The next connection `accept` takes, pausing after each failure; `None`
@@ -190,7 +210,7 @@ mod tests {
                 let _ = served.send(conn);
             }
         };
-        serve_each(4, accept, serve).await;
+        serve_each(&Cap::silent(4), accept, serve).await;
         // Three failures pause 5, 10 and 20 ms; the success resets, so the
         // next failure pauses 5 ms again; the script's end closes.
         let at = [0, 5, 15, 35, 35, 40, 40].map(ms);
@@ -227,7 +247,9 @@ mod tests {
                 change(&state, -1);
             }
         };
-        let server = tokio::spawn(serve_each(2, accept, serve));
+        let cap = Arc::new(Cap::new(2, "--max-connections"));
+        let at_cap = Arc::clone(&cap);
+        let server = tokio::spawn(async move { serve_each(&at_cap, accept, serve).await });
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(
             accepted.load(Ordering::SeqCst),
@@ -239,6 +261,12 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 3, "one ended, one more");
         let (now, most) = *serving.lock().unwrap_or_else(|e| e.into_inner());
         assert_eq!((now, most), (2, 2));
+        // The loop told the cap it was reached: a connection whose client
+        // goes away now is put down to it.
+        assert!(matches!(
+            cap.gave_up_at(cap.now()),
+            crate::cap::GaveUp::AtCap(_)
+        ));
         server.abort();
     }
 

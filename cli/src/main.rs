@@ -25,6 +25,7 @@ use clap::{Parser, Subcommand};
 
 mod accept;
 mod blob;
+mod cap;
 mod chain;
 mod echo;
 mod exit;

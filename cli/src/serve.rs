@@ -52,6 +52,7 @@ use bijou_frame::signing::{ed25519_dalek::SigningKey, Blob, Identity, PeerId, Si
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::accept;
+use crate::cap::{Cap, GaveUp};
 use crate::exit::Failure;
 use crate::figures::short;
 use crate::target::{framed, Carrier, Target, TransportArg, CONNECT_TIMEOUT};
@@ -93,9 +94,11 @@ pub struct Args {
     /// The server's key file (default: a new key for this run).
     #[arg(long, value_name = "KEY")]
     pub key: Option<PathBuf>,
-    /// Connections served at once; more wait in the kernel's backlog. The
-    /// process raises its file-descriptor limit to fit them, or says how
-    /// many it needs.
+    /// Connections served at once; more wait in the kernel's backlog,
+    /// unanswered. Reaching it is said (at most once every 10 s), and the
+    /// connections whose clients gave up waiting are summed in one line
+    /// every 10 s. The process raises its file-descriptor limit to fit
+    /// them, or says how many it needs.
     #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub max_connections: u64,
     /// Seconds a connection may go without a whole message before it is
@@ -203,6 +206,34 @@ pub struct SyncServer {
     /// Connections that ended before their session, by why
     /// ([`refusal_reason`]).
     refusals: Mutex<BTreeMap<&'static str, u64>>,
+    /// [`Limits::max_connections`], and when it was reached.
+    cap: Cap,
+}
+
+/// A connection that ended before its session.
+#[derive(Debug)]
+struct Refused {
+    error: AnyError,
+    /// Its peer went away before authenticating (see [`went_away`]).
+    went_away: bool,
+}
+
+impl<E: Into<AnyError>> From<E> for Refused {
+    fn from(error: E) -> Self {
+        Self {
+            error: error.into(),
+            went_away: false,
+        }
+    }
+}
+
+/// Whether a connection whose upgrade or handshake failed this way was
+/// closed by its peer before it authenticated: what a client that gave up
+/// waiting in the backlog leaves behind. Never a transport mismatch (one
+/// is [`ErrorKind::Protocol`]: a request that is not HTTP, another
+/// framing's bytes).
+fn went_away(kind: ErrorKind) -> bool {
+    kind == ErrorKind::Closed
 }
 
 /// The accepting side's settings: the defaults, and one replay table
@@ -261,8 +292,10 @@ fn answer_has_commits(answer: &BatchSyncResponse) -> bool {
 }
 
 /// The `--listen` log line of one connection (`who`: its address, or its
-/// transport where it has none).
-fn log_connection(who: &str, result: Result<(PeerId, ConnReport), AnyError>) {
+/// transport where it has none). A connection whose peer went away before
+/// authenticating, while the server was at its cap lately, is only
+/// counted: `cap` sums such connections in one line now and then.
+fn log_connection(cap: &Cap, who: &str, result: Result<(PeerId, ConnReport), Refused>) {
     match result {
         Ok((peer, r)) => say!(
             "  {who} peer {}: {} commits stored ({} duplicate, {} refused, {} rejected), {} sync request(s) answered{}",
@@ -274,7 +307,27 @@ fn log_connection(who: &str, result: Result<(PeerId, ConnReport), AnyError>) {
             r.requests,
             r.first_problem.map(|p| format!("; {p}")).unwrap_or_default()
         ),
-        Err(e) => say!("  {who}: {e}"),
+        Err(Refused {
+            went_away: true,
+            error,
+        }) => match cap.gave_up_at(cap.now()) {
+            GaveUp::AtCap(Some(line)) => say!("{line}"),
+            GaveUp::AtCap(None) => {}
+            GaveUp::Elsewhere => say!("  {who}: {error}"),
+        },
+        Err(Refused { error, .. }) => say!("  {who}: {error}"),
+    }
+}
+
+/// Says, every [`Cap::SAY_EVERY`], the connections put down to the cap
+/// and not said yet (the last of a burst); never returns.
+async fn say_unsaid(cap: &Cap) {
+    let mut tick = tokio::time::interval(Cap::SAY_EVERY);
+    loop {
+        tick.tick().await;
+        if let Some(line) = cap.unsaid_at(cap.now()) {
+            say!("{line}");
+        }
     }
 }
 
@@ -307,6 +360,7 @@ impl SyncServer {
             requests: AtomicU64::new(0),
             fault_spent: std::sync::atomic::AtomicBool::new(false),
             limits: Limits::default(),
+            cap: Cap::new(MAX_CONNECTIONS, "--max-connections"),
             open: AtomicU64::new(0),
             handshakes: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
@@ -318,6 +372,7 @@ impl SyncServer {
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self.cap = Cap::new(limits.max_connections, "--max-connections");
         self
     }
 
@@ -368,32 +423,46 @@ impl SyncServer {
         prefix: PrefixKind,
         log: bool,
     ) {
+        if log {
+            tokio::select! {
+                () = Arc::clone(&self).serve_logged(listener, transport, prefix, log) => {}
+                () = say_unsaid(&self.cap) => {}
+            }
+        } else {
+            self.serve_logged(listener, transport, prefix, log).await;
+        }
+    }
+
+    /// [`SyncServer::serve`], the connections logged if `log`.
+    async fn serve_logged(
+        self: Arc<Self>,
+        listener: TcpListener,
+        transport: TransportArg,
+        prefix: PrefixKind,
+        log: bool,
+    ) {
         if transport == TransportArg::Longpoll {
-            accept::serve_longpoll(&listener, self.limits.max_connections, |session| {
+            accept::serve_longpoll(&listener, &self.cap, |session| {
                 let this = Arc::clone(&self);
                 async move {
                     let result = this.accept_carrier(Box::new(session)).await;
                     if log {
-                        log_connection("long-poll", result);
+                        log_connection(&this.cap, "long-poll", result);
                     }
                 }
             })
             .await;
             return;
         }
-        accept::serve_tcp(
-            &listener,
-            self.limits.max_connections,
-            |(stream, peer_addr)| {
-                let this = Arc::clone(&self);
-                async move {
-                    let result = this.accept(stream, transport, prefix).await;
-                    if log {
-                        log_connection(&peer_addr.to_string(), result);
-                    }
+        accept::serve_tcp(&listener, &self.cap, |(stream, peer_addr)| {
+            let this = Arc::clone(&self);
+            async move {
+                let result = this.accept(stream, transport, prefix).await;
+                if log {
+                    log_connection(&this.cap, &peer_addr.to_string(), result);
                 }
-            },
-        )
+            }
+        })
         .await;
     }
 
@@ -402,7 +471,7 @@ impl SyncServer {
         stream: TcpStream,
         transport: TransportArg,
         prefix: PrefixKind,
-    ) -> Result<(PeerId, ConnReport), AnyError> {
+    ) -> Result<(PeerId, ConnReport), Refused> {
         stream.set_nodelay(true)?;
         // The upgrade's and the handshake's futures are boxed: the task
         // of an idle connection keeps only the session's (see the crate
@@ -417,7 +486,10 @@ impl SyncServer {
                 Ok(Ok(ws)) => Box::new(ws),
                 Ok(Err(e)) => {
                     self.refused("upgrade");
-                    return Err(e.into());
+                    return Err(Refused {
+                        went_away: went_away(e.kind()),
+                        error: e.into(),
+                    });
                 }
                 Err(_) => {
                     self.refused("upgrade_timeout");
@@ -435,7 +507,7 @@ impl SyncServer {
     }
 
     /// Runs the handshake and the session on an accepted transport.
-    async fn accept_carrier(&self, carrier: Carrier) -> Result<(PeerId, ConnReport), AnyError> {
+    async fn accept_carrier(&self, carrier: Carrier) -> Result<(PeerId, ConnReport), Refused> {
         // The connection moves into the session's future inside a block,
         // so the task keeps its room once, not twice.
         let (peer, session) = {
@@ -446,7 +518,13 @@ impl SyncServer {
                 &self.connect,
             ))
             .await
-            .inspect_err(|e| self.refused(refusal_reason(e)))?;
+            .map_err(|e| {
+                self.refused(refusal_reason(&e));
+                Refused {
+                    went_away: went_away(e.kind()),
+                    error: e.into(),
+                }
+            })?;
             (conn.remote_peer(), self.session(conn))
         };
         self.handshakes.fetch_add(1, Ordering::Relaxed);
@@ -468,7 +546,7 @@ impl SyncServer {
         use bijou_frame::net::transport::iroh;
         let endpoint = &endpoint;
         let accept = move || async move { endpoint.accept().await.map(Ok) };
-        accept::serve_each(self.limits.max_connections, accept, |incoming| {
+        accept::serve_each(&self.cap, accept, |incoming| {
             let this = Arc::clone(&self);
             async move {
                 let result = match iroh::accept_incoming(incoming).await {
@@ -476,7 +554,7 @@ impl SyncServer {
                     Err(e) => Err(e.into()),
                 };
                 if log {
-                    log_connection("iroh", result);
+                    log_connection(&this.cap, "iroh", result);
                 }
             }
         })
@@ -1089,5 +1167,49 @@ mod bounds {
         );
         let problem = report.first_problem.unwrap_or_default();
         assert!(problem.contains("a reply waited"), "{problem}");
+    }
+}
+
+#[cfg(test)]
+mod went_away_tests {
+    use super::*;
+    use bijou_frame::net::transport::websocket::UpgradeError;
+    use bijou_frame::net::transport::TransportError;
+
+    /// What a client that gave up in the backlog leaves (a close before
+    /// its challenge, a reset) is put down to it going away; a request
+    /// that is not HTTP is a transport mismatch, and is not.
+    #[test]
+    fn a_peer_that_goes_away_is_told_from_a_transport_mismatch() {
+        let closed = ConnectError::Closed {
+            waiting_for: "challenge",
+        };
+        assert!(went_away(closed.kind()));
+        let reset = TransportError::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(went_away(ConnectError::from(reset).kind()));
+        let not_http = TransportError::Upgrade(UpgradeError::NotHttp {
+            first: b"\x9eSUH".to_vec(),
+            have: 4,
+        });
+        assert!(!went_away(not_http.kind()));
+    }
+
+    /// The server's line for a peer that closed before its challenge
+    /// blames no transport; the client's, before the response, still
+    /// says a WebSocket server closes a framed client like this.
+    #[test]
+    fn a_close_before_the_challenge_blames_no_transport() {
+        let server_side = ConnectError::Closed {
+            waiting_for: "challenge",
+        }
+        .to_string();
+        assert!(!server_side.contains("transport"), "{server_side}");
+        assert!(!server_side.contains("ws://"), "{server_side}");
+        assert!(server_side.contains("went away"), "{server_side}");
+        let client_side = ConnectError::Closed {
+            waiting_for: "response",
+        }
+        .to_string();
+        assert!(client_side.contains("ws:// URL"), "{client_side}");
     }
 }

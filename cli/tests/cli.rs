@@ -901,3 +901,103 @@ fn serve_says_how_many_descriptors_a_crowd_needs() {
     );
     assert!(err.contains("--reuse-port"), "{err}");
 }
+
+/// Friction: `bijou load --connections 2000` against a server capped at
+/// 256 hung in silence until killed, while the server logged a line per
+/// connection blaming a transport mismatch. Now the load says its
+/// progress, names the server's `--max-connections`, and stops at its
+/// `--deadline` saying what it did not do; the server says its cap once
+/// and sums the connections that gave up waiting, blaming no transport.
+#[test]
+fn a_load_beyond_the_servers_cap_names_it_and_stops_at_its_deadline() {
+    let dir = scratch("loadcap");
+    let mut child = Command::new(BIJOU)
+        .args(["serve", "--listen", "127.0.0.1:0", "--max-connections", "4"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server runs");
+    let (lines, log) = std::sync::mpsc::channel();
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let _server = Killed(child);
+    let first = log
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a first line");
+    let addr = first
+        .split("ws://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "{first}");
+
+    let started = Instant::now();
+    let mut load = Command::new(BIJOU)
+        .args(["load", "--connect", &format!("ws://{addr}")])
+        .args([
+            "--connections",
+            "20",
+            "--concurrency",
+            "20",
+            "--flooders",
+            "0",
+        ])
+        .args(["--pushes", "1", "--deadline", "8"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bijou load runs");
+    // Bounded: the deadline, and room for a busy machine.
+    while load.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = load.kill();
+            panic!("bijou load ran past its deadline of 8 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, out, err) = run(&load.wait_with_output().expect("output"));
+    assert!(started.elapsed() < Duration::from_secs(30), "{err}");
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(err.contains("connections answered"), "progress said: {err}");
+    assert!(err.contains("--max-connections"), "the cap named: {err}");
+    let summary = err.lines().last().unwrap_or_default();
+    assert!(
+        summary.starts_with("error: stopped at the deadline of 8s (--deadline)"),
+        "{err}"
+    );
+    assert!(summary.contains("the crowd: 4 answered"), "{summary}");
+    assert!(
+        summary.contains("not done: ") && summary.contains("fetch back"),
+        "{summary}"
+    );
+    assert!(summary.contains("no figures are reported"), "{summary}");
+
+    // The server: its cap said, the connections that gave up summed, and
+    // no transport blamed.
+    let mut said = vec![first];
+    let until = Instant::now() + Duration::from_secs(20);
+    while !said.iter().any(|l| l.contains("closed by their clients")) {
+        let left = until.saturating_duration_since(Instant::now());
+        match log.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(_) => break,
+        }
+    }
+    let said = said.join("\n");
+    assert!(said.contains("at its cap of 4 connections"), "{said}");
+    assert!(
+        said.contains("closed by their clients before their handshake"),
+        "{said}"
+    );
+    assert!(said.contains("--max-connections 4"), "{said}");
+    assert!(!said.contains("transport"), "{said}");
+    assert!(!said.contains("ws:// URL"), "{said}");
+}

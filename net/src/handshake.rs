@@ -136,7 +136,7 @@ pub enum ConnectError {
     #[error("transport failed during the handshake: {0}")]
     Transport(#[source] TransportError),
     /// The peer closed the stream before the handshake completed.
-    #[error("peer closed the stream during the handshake (waiting for {waiting_for}); is it a Subduction peer speaking the same transport and length prefix? If this side sent length-prefixed frames, the server may be a WebSocket server (Subduction's default), which closes like this: connect to it with a ws:// URL")]
+    #[error("peer closed the stream during the handshake (waiting for {waiting_for}){hint}", hint = closed_hint(waiting_for))]
     Closed {
         /// The message we were waiting for.
         waiting_for: &'static str,
@@ -166,6 +166,24 @@ pub enum ConnectError {
     /// (it failed, or signed with another key): nothing was sent.
     #[error("our signer could not sign the handshake: {0}")]
     Signer(#[source] SignatureRefused),
+}
+
+/// What a close during the handshake suggests, by the side that saw it.
+///
+/// The client (waiting for the `"response"`) may have sent frames a
+/// WebSocket server closes on: that is a transport mismatch it can fix.
+/// The server (waiting for the `"challenge"`) has no such mismatch to
+/// blame: a WebSocket peer got this far only by upgrading, and a peer that
+/// sent another framing is reported as [`ConnectError::OtherFraming`]. Its
+/// peer went away before authenticating: a client that gave up waiting
+/// (for instance in the accept backlog of a server at its connection
+/// cap), or a probe.
+fn closed_hint(waiting_for: &str) -> &'static str {
+    if waiting_for == "response" {
+        "; is it a Subduction peer speaking the same transport and length prefix? If this side sent length-prefixed frames, the server may be a WebSocket server (Subduction's default), which closes like this: connect to it with a ws:// URL"
+    } else {
+        "; the peer went away before authenticating (a client that gave up waiting, for instance while this server was at its connection cap, or a probe)"
+    }
 }
 
 /// What to try, for the refusals a user can fix.

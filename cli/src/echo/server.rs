@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use crate::accept;
+use crate::cap::Cap;
 use crate::figures::short;
 use crate::target::{TransportArg, CONNECT_TIMEOUT};
 use crate::AnyError;
@@ -63,7 +64,7 @@ impl Server {
         log: bool,
     ) {
         if transport == TransportArg::Longpoll {
-            accept::serve_longpoll(&listener, MAX_CONNECTIONS, |session| {
+            accept::serve_longpoll(&listener, &Cap::silent(MAX_CONNECTIONS), |session| {
                 let this = Arc::clone(&self);
                 async move {
                     let result = async {
@@ -81,15 +82,19 @@ impl Server {
             .await;
             return;
         }
-        accept::serve_tcp(&listener, MAX_CONNECTIONS, |(stream, peer_addr)| {
-            let this = Arc::clone(&self);
-            async move {
-                let result = this.accept::<P>(stream, transport).await;
-                if log {
-                    log_connection(peer_addr, result);
+        accept::serve_tcp(
+            &listener,
+            &Cap::silent(MAX_CONNECTIONS),
+            |(stream, peer_addr)| {
+                let this = Arc::clone(&self);
+                async move {
+                    let result = this.accept::<P>(stream, transport).await;
+                    if log {
+                        log_connection(peer_addr, result);
+                    }
                 }
-            }
-        })
+            },
+        )
         .await;
     }
 
@@ -99,7 +104,7 @@ impl Server {
     pub(super) async fn serve_iroh(self: Arc<Self>, endpoint: iroh::Endpoint, log: bool) {
         let endpoint = &endpoint;
         let accept = move || async move { endpoint.accept().await.map(Ok) };
-        accept::serve_each(MAX_CONNECTIONS, accept, |incoming| {
+        accept::serve_each(&Cap::silent(MAX_CONNECTIONS), accept, |incoming| {
             let this = Arc::clone(&self);
             async move {
                 let result: Result<_, AnyError> = async {

@@ -24,6 +24,12 @@ use crate::target::TransportArg;
 /// files), RSS and the kernel's TCP memory, and every refused or dropped
 /// connection by reason.
 ///
+/// While the crowd connects it says on stderr, every second, how many
+/// connections were answered, failed, wait for an answer and are not
+/// started; if the server stops answering (as `bijou serve` does past its
+/// --max-connections, 256 by default: the rest wait unanswered in its
+/// backlog) it says so once. The whole run stops at --deadline.
+///
 /// Example:
 ///   taskset -c 0 bijou serve --listen 127.0.0.1:7879 --transport tcp \
 ///       --max-connections 12000 --idle-timeout 900 --stats /tmp/s.stats --quiet &
@@ -36,8 +42,9 @@ use crate::target::TransportArg;
 /// Exit codes: 0 every connection held and answered, every acknowledged
 /// push fetched back; 1 a connection was refused or dropped, a push lost,
 /// or a stalled connection outlived the server's handshake timeout; 2 bad
-/// arguments; 3 the server cannot be reached, or a worker process failed
-/// (its error is printed).
+/// arguments; 3 the server cannot be reached, a worker process failed
+/// (its error is printed), or the --deadline passed (what was done and
+/// what was not is printed; no figures).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -76,6 +83,11 @@ pub struct Args {
     /// flood (they are not asked for an answer afterwards).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub vanish: u64,
+    /// Seconds the whole run may take: past them it stops, says what it
+    /// did and what it did not, and exits 3. Each connection waits at most
+    /// 10 s for its upgrade and 10 s for the reply to its challenge.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub deadline: u64,
     /// The server's figures files (`bijou serve --stats FILE`), one per
     /// server process: their heap, and their pids for RSS and cores.
     #[arg(long, value_name = "FILE", num_args = 1..)]

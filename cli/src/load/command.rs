@@ -1,5 +1,6 @@
 //! `bijou load`: the phases, in order (see the [module docs](super)).
 
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bijou_frame::net::handshake::DEFAULT_HANDSHAKE_TIMEOUT;
@@ -9,6 +10,7 @@ use super::args::{Args, Role, ServerArgs, WorkerArgs};
 use super::honest::{self, Pushes};
 use super::report::{Crowd, Report};
 use super::server::{self, ServerFigures};
+use super::stall::{cap_hint, Stall};
 use super::workers::{Job, Worker};
 use super::{bad, crowd, crypto, flood};
 use crate::exit::Failure;
@@ -26,11 +28,124 @@ const SETTLE: Duration = Duration::from_millis(2500);
 /// server's handshake timeout (its default), and two seconds.
 const STALLED_GRACE: Duration = DEFAULT_HANDSHAKE_TIMEOUT.saturating_add(Duration::from_secs(2));
 
-/// `bijou load`.
+/// How often the crowd's progress is said while it connects.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// The phases of a run, in order (see the [module docs](super)).
+const PHASES: [&str; 8] = [
+    CRYPTO,
+    CONNECTED,
+    AUTHENTICATED,
+    HELD,
+    ALONE,
+    FLOOD,
+    FETCHED,
+    CHECKED,
+];
+const CRYPTO: &str = "crypto limit";
+const CONNECTED: &str = "crowd connected";
+const AUTHENTICATED: &str = "crowd replies checked";
+const HELD: &str = "held crowd measured";
+const ALONE: &str = "honest peer alone";
+const FLOOD: &str = "flood";
+const FETCHED: &str = "fetch back";
+const CHECKED: &str = "held connections asked for an answer";
+
+/// What a run has done so far: what its summary says if its deadline
+/// passes.
+#[derive(Debug, Default)]
+struct SoFar {
+    /// The phases finished, in order.
+    done: Vec<&'static str>,
+    /// The crowd's last figures: its workers' progress summed, then their
+    /// `connected`.
+    crowd: Figures,
+    /// The hint said when the crowd stalled as at the server's cap.
+    cap_hint: Option<String>,
+}
+
+fn lock(so_far: &Mutex<SoFar>) -> std::sync::MutexGuard<'_, SoFar> {
+    so_far.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `bijou load`: the phases, stopped at `--deadline` with a summary of
+/// what was done and what was not.
 pub async fn run(args: &Args) -> Result<(), Failure> {
+    let so_far = Mutex::new(SoFar::default());
+    let deadline = Duration::from_secs(args.deadline);
+    // Dropping the phases drops the workers, which kills them.
+    match tokio::time::timeout(deadline, phases(args, &so_far)).await {
+        Ok(Ok(())) => Ok(()),
+        // A failure after a stall at the cap (the honest peer's connection
+        // unanswered, say) is likely the cap's doing too.
+        Ok(Err(mut failure)) => {
+            if let Some(hint) = &lock(&so_far).cap_hint {
+                if !failure.message.contains(hint.as_str()) {
+                    failure.message = format!("{}; {hint}", failure.message);
+                }
+            }
+            Err(failure)
+        }
+        Err(_) => Err(Failure::network(past_deadline(args, &lock(&so_far)))),
+    }
+}
+
+/// The summary of a run its deadline stopped: what was done, the crowd's
+/// last figures, what was not done.
+fn past_deadline(args: &Args, so_far: &SoFar) -> String {
+    let flood = args.flooders > 0 || args.stalled > 0 || args.trickle > 0 || args.vanish > 0;
+    let planned = PHASES.iter().filter(|p| flood || **p != FLOOD);
+    let not_done: Vec<&str> = planned
+        .filter(|p| !so_far.done.contains(p))
+        .copied()
+        .collect();
+    let done = if so_far.done.is_empty() {
+        "nothing".to_owned()
+    } else {
+        so_far.done.join(", ")
+    };
+    let get = |name: &str| so_far.crowd.get(name).copied().unwrap_or(0);
+    let crowd = if so_far.crowd.is_empty() {
+        "no connection opened yet".to_owned()
+    } else {
+        let reasons: Vec<String> = so_far
+            .crowd
+            .iter()
+            .filter_map(|(k, n)| Some(format!("{} {n}", k.strip_prefix("failed_")?)))
+            .collect();
+        let reasons = if reasons.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", reasons.join(", "))
+        };
+        format!(
+            "{} answered, {} failed{reasons}, {} waiting for an answer, {} not started, of {}",
+            get("ok"),
+            get("failed"),
+            get("waiting"),
+            get("not_started"),
+            args.connections
+        )
+    };
+    let hint = so_far
+        .cap_hint
+        .as_ref()
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    format!(
+        "stopped at the deadline of {}s (--deadline); done: {done}; not done: {}; the crowd: {crowd}; no figures are reported{hint}",
+        args.deadline,
+        not_done.join(", ")
+    )
+}
+
+/// The phases, in order; each finished one is noted in `so_far`.
+async fn phases(args: &Args, so_far: &Mutex<SoFar>) -> Result<(), Failure> {
+    let finished = |phase| lock(so_far).done.push(phase);
     let (target, audience) = address(&args.server)?;
     let before = server::read(&args.server_stats)?;
     let crypto = crypto::measure(&before.cores, Duration::from_secs(1));
+    finished(CRYPTO);
     let mut report = Report::new(args, &target, crypto, before.clone());
 
     // Source addresses of this run's own (see `crowd::source`).
@@ -41,8 +156,9 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
     for worker in &mut crowd {
         worker.send("go").await?;
     }
-    let connected = collect(&mut crowd, "connected").await?;
+    let connected = connect_crowd(&mut crowd, args.connections, so_far).await?;
     let elapsed = started.elapsed();
+    finished(CONNECTED);
     for worker in &mut crowd {
         worker.send("verify").await?;
     }
@@ -55,6 +171,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         authenticated: collect(&mut crowd, "authenticated").await?,
         ..Crowd::default()
     };
+    finished(AUTHENTICATED);
     let idle_from = server::read(&args.server_stats)?.cpu_ticks;
     tokio::time::sleep(SETTLE).await;
     report.held = server::read(&args.server_stats)?;
@@ -63,6 +180,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         SETTLE,
     );
     report.kernel = server::kernel_tcp_memory();
+    finished(HELD);
 
     let key = new_key()?;
     let tree = SedimentreeId::new(rand::random());
@@ -80,6 +198,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         .await?;
     let (alone, beside) = plan.commits.split_at(pushes);
     report.alone = Some(honest::push(&mut conn, &key, alone).await);
+    finished(ALONE);
 
     if args.flooders > 0 || args.stalled > 0 || args.trickle > 0 || args.vanish > 0 {
         let (flooded, bad_seen, during, vanished) =
@@ -89,6 +208,7 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         report.bad = bad_seen;
         report.during_flood = Some(during);
         report.vanished = vanished;
+        finished(FLOOD);
     }
     let acked: Vec<_> = [report.alone.as_ref(), report.beside.as_ref()]
         .into_iter()
@@ -96,10 +216,12 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
         .flat_map(|p| p.acked.iter().copied())
         .collect();
     report.fetched = Some(honest::fetch_back(&mut conn, &key, tree, &acked).await);
+    finished(FETCHED);
     for worker in &mut crowd {
         worker.send("check").await?;
     }
     report.crowd.alive = collect(&mut crowd, "alive").await?;
+    finished(CHECKED);
     report.end = server::read(&args.server_stats)?;
     for worker in &mut crowd {
         let _ = worker.send("end").await;
@@ -112,6 +234,77 @@ pub async fn run(args: &Args) -> Result<(), Failure> {
             "connections or pushes were lost (see above)",
         ))
     }
+}
+
+/// Waits for every crowd worker's `connected`, saying their progress
+/// summed on standard error every [`PROGRESS_EVERY`] meanwhile, and the
+/// hint once if the crowd stalls as at the server's connection cap.
+async fn connect_crowd(
+    crowd: &mut [Worker],
+    connections: u64,
+    so_far: &Mutex<SoFar>,
+) -> Result<Figures, Failure> {
+    let progress: Vec<_> = crowd.iter().map(Worker::progress).collect();
+    let all = futures::future::try_join_all(crowd.iter_mut().map(|w| w.expect("connected")));
+    tokio::pin!(all);
+    let started = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+    let mut stall = Stall::default();
+    let connected = loop {
+        tokio::select! {
+            connected = &mut all => break connected?,
+            _ = tick.tick() => {
+                let mut sum = Figures::new();
+                for worker in &progress {
+                    let figures = worker.lock().unwrap_or_else(PoisonError::into_inner);
+                    for (name, value) in figures.iter() {
+                        *sum.entry(name.clone()).or_default() += value;
+                    }
+                }
+                // Counted here, not summed: a worker that has not said
+                // its first progress yet has started nothing.
+                let begun: u64 = ["ok", "failed", "waiting"]
+                    .iter()
+                    .filter_map(|name| sum.get(*name))
+                    .sum();
+                sum.insert("not_started".to_owned(), connections.saturating_sub(begun));
+                let get = |name: &str| sum.get(name).copied().unwrap_or(0);
+                eprintln!(
+                    "bijou load: {}s: {} of {connections} connections answered, {} failed, {} waiting for an answer, {} not started",
+                    started.elapsed().as_secs(),
+                    get("ok"),
+                    get("failed"),
+                    get("waiting"),
+                    get("not_started"),
+                );
+                let hint = stall.observe(&sum, started.elapsed());
+                let mut so_far = lock(so_far);
+                if let Some(hint) = hint {
+                    eprintln!("bijou load: {hint}");
+                    so_far.cap_hint = Some(hint);
+                }
+                so_far.crowd = sum;
+            }
+        }
+    };
+    let mut sum = Figures::new();
+    for figures in connected {
+        for (name, value) in figures {
+            *sum.entry(name).or_default() += value;
+        }
+    }
+    let get = |name: &str| sum.get(name).copied().unwrap_or(0);
+    let mut so_far = lock(so_far);
+    if so_far.cap_hint.is_none()
+        && get(&format!("failed_{}", super::crowd::NO_ANSWER)) > 0
+        && get("ok") > 0
+    {
+        let hint = cap_hint(get("ok"));
+        eprintln!("bijou load: {hint}");
+        so_far.cap_hint = Some(hint);
+    }
+    so_far.crowd = sum.clone();
+    Ok(sum)
 }
 
 /// The flood: flooders, stalled and trickling connections start; the

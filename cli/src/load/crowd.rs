@@ -28,11 +28,18 @@ use super::tally::Tally;
 use super::workers::{emit, Commands};
 use crate::exit::Failure;
 use crate::target::{Carrier, Target, CONNECT_TIMEOUT};
+use bijou_frame::net::transport::websocket;
 
 /// Connections per loopback source address: its ephemeral ports number
 /// about 28,000, and a closed connection keeps its port in TIME_WAIT for
 /// a minute.
 const PER_SOURCE: u64 = 5_000;
+
+/// The reason of a connection the server took and never answered.
+pub const NO_ANSWER: &str = "no_answer";
+
+/// How often a worker says how far its connections have got.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a held connection may take to answer the parent's check.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -87,12 +94,33 @@ pub fn sign_challenges(count: u64, audience: Audience) -> Result<Vec<Signed>, Fa
 }
 
 /// Connects, upgrades, sends the signed challenge and reads the reply;
-/// the error is a short reason (`connect`, `closed`, ...).
+/// the error is a short reason (`connect`, `closed`, ...). A connection
+/// the server took but did not answer in [`CONNECT_TIMEOUT`] (no upgrade,
+/// no reply to the challenge) is `no_answer`: what a server at its
+/// connection cap does to the connections waiting in its backlog.
 pub async fn open(target: &Target, from: IpAddr, signed: Signed) -> Result<Answered, &'static str> {
-    let mut carrier = target
-        .carrier_from(Some(from))
-        .await
-        .map_err(|e| said_once("connect", &e))?;
+    let mut carrier: Carrier = match target {
+        Target::Ws(url) => {
+            let io = target
+                .tcp_from(Some(from))
+                .await
+                .map_err(|e| said_once("connect", &e))?;
+            match tokio::time::timeout(CONNECT_TIMEOUT, websocket::client(io, url)).await {
+                Ok(Ok(ws)) => Box::new(ws),
+                Ok(Err(e)) => return Err(said_once("upgrade", &e)),
+                Err(_) => {
+                    let why = format!(
+                        "no answer to the WebSocket upgrade at {url} in {CONNECT_TIMEOUT:?}"
+                    );
+                    return Err(said_once(NO_ANSWER, &why));
+                }
+            }
+        }
+        _ => target
+            .carrier_from(Some(from))
+            .await
+            .map_err(|e| said_once("connect", &e))?,
+    };
     carrier.set_max_message_length(HANDSHAKE_MAX_MESSAGE_LENGTH);
     let exchange = async {
         carrier
@@ -107,7 +135,10 @@ pub async fn open(target: &Target, from: IpAddr, signed: Signed) -> Result<Answe
     };
     let reply = tokio::time::timeout(CONNECT_TIMEOUT, exchange)
         .await
-        .map_err(|_| "timeout")??;
+        .map_err(|_| {
+            let why = format!("no reply to the challenge in {CONNECT_TIMEOUT:?}");
+            said_once(NO_ANSWER, &why)
+        })??;
     Ok(Answered {
         key: signed.key,
         initiator: signed.initiator,
@@ -147,7 +178,9 @@ pub fn check(answered: Answered) -> Result<Held, &'static str> {
 
 /// Opens `signed`'s connections, `concurrency` at a time, from the
 /// source addresses of indices `first..`: those answered, what failed,
-/// and how long it took.
+/// and how long it took. Every [`PROGRESS_EVERY`] it emits a `progress`
+/// line: answered, failed, waiting (opened, no answer yet) and not
+/// started yet.
 pub async fn open_all(
     target: &Target,
     signed: Vec<Signed>,
@@ -155,14 +188,41 @@ pub async fn open_all(
     concurrency: usize,
 ) -> (Vec<Answered>, Tally, Duration) {
     let started = Instant::now();
+    let total = signed.len() as u64;
     let mut tally = Tally::default();
-    let answered: Vec<Answered> = futures::stream::iter(signed.into_iter().zip(first..))
-        .map(|(signed, index)| open(target, source(base, index), signed))
-        .buffer_unordered(concurrency)
-        .filter_map(|r| std::future::ready(tally.keep(r)))
-        .collect()
-        .await;
+    let mut answered = Vec::new();
+    let begun = std::cell::Cell::new(0u64);
+    let mut opening = futures::stream::iter(signed.into_iter().zip(first..))
+        .map(|(signed, index)| {
+            begun.set(begun.get() + 1);
+            open(target, source(base, index), signed)
+        })
+        .buffer_unordered(concurrency);
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    loop {
+        tokio::select! {
+            next = opening.next() => match next {
+                Some(result) => answered.extend(tally.keep(result)),
+                None => break,
+            },
+            _ = tick.tick() => {
+                let done = tally.ok + tally.failures();
+                let begun = begun.get();
+                emit("progress", &progress(&tally, begun.saturating_sub(done), total - begun));
+            }
+        }
+    }
     (answered, tally, started.elapsed())
+}
+
+/// A `progress` line's figures: answered, failed (and by reason),
+/// waiting, not started.
+fn progress(tally: &Tally, waiting: u64, not_started: u64) -> Vec<(String, u64)> {
+    let mut figures = tally.figures();
+    figures.push(("waiting".to_owned(), waiting));
+    figures.push(("not_started".to_owned(), not_started));
+    figures
 }
 
 /// Checks every answer ([`check`]): the held connections, and what

@@ -50,6 +50,7 @@ mod flood;
 mod honest;
 mod report;
 mod server;
+mod stall;
 mod tally;
 mod workers;
 

@@ -6,6 +6,8 @@
 //! ```text
 //! parent -> worker   go | verify | check | vanish N | end (or end of input)
 //! worker -> parent   ready count=10000 [failed=F]    (every role, once set up)
+//!                    progress ok=300 failed=0 waiting=128 not_started=9572 [failed_REASON=N ...]
+//!                                                     (crowd, every second while connecting)
 //!                    connected ok=10000 failed=0 ms=812 [failed_REASON=N ...]
 //!                    authenticated ok=10000 failed=0  (crowd, after `verify`)
 //!                    alive ok=10000 failed=0          (crowd, for `check`)
@@ -22,6 +24,7 @@
 
 use std::io::Write as _;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -50,6 +53,8 @@ pub struct Worker {
     pub role: Role,
     pub count: u64,
     _child: Child,
+    /// Its last `progress` line's figures.
+    progress: Arc<Mutex<Figures>>,
     stdin: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
 }
@@ -107,6 +112,7 @@ impl Worker {
             role: job.role,
             count: job.count,
             _child: child,
+            progress: Arc::default(),
             stdin,
             lines: BufReader::new(stdout).lines(),
         })
@@ -134,11 +140,22 @@ impl Worker {
             if name == "error" {
                 return Err(self.gone(rest));
             }
+            if name == "progress" {
+                if let Ok(figures) = parse(rest) {
+                    *self.progress.lock().unwrap_or_else(PoisonError::into_inner) = figures;
+                }
+            }
             if name != event {
                 continue;
             }
             return parse(rest).map_err(|bad| self.gone(&format!("said {bad:?} in {line:?}")));
         }
+    }
+
+    /// Its last `progress` figures, as they come (read while
+    /// [`Worker::expect`] waits).
+    pub fn progress(&self) -> Arc<Mutex<Figures>> {
+        Arc::clone(&self.progress)
     }
 
     fn gone(&self, why: &str) -> Failure {
