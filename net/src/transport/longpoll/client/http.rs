@@ -274,8 +274,11 @@ pub(super) async fn status_error(
     deadline: Instant,
 ) -> TransportError {
     let status = response.status().as_u16();
-    let (text, _) = read_prefix(response, STATUS_TEXT, deadline).await;
-    status_from_text(endpoint, status, &text)
+    TransportError::LongPoll(LongPollError::Status {
+        endpoint: endpoint.path(),
+        status,
+        body: answer_text(response, deadline).await,
+    })
 }
 
 pub(super) fn status_from_text(endpoint: Endpoint, status: u16, text: &[u8]) -> TransportError {
